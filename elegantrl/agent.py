@@ -1,0 +1,267 @@
+"""The algorithms: `AgentBase`, the template every agent follows, and its subclasses.
+
+An agent is built in two steps, as in the original ElegantRL: ``AgentD3QN()`` holds the
+algorithm's own settings, and ``agent.init(net_dim, state_dim, action_dim, ...)`` builds the
+networks once the env is known (``train_and_evaluate`` calls it). After that:
+
+- ``explore_env(env, horizon)`` steps the env and returns a `Transitions` rollout;
+- ``update_net(buffer)`` does the gradient steps that the new data pays for;
+- ``act(states)`` gives the deterministic actions of the current policy.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from elegantrl.net import QNet, QNetDuel, QNetTwin, QNetTwinDuel
+from elegantrl.replay import ReplayBuffer, Transitions
+
+
+class AgentBase:
+    """The template: explore, store, update; subclasses override only what makes them different.
+
+    Class attributes a subclass sets:
+        ClassCri, ClassAct: network classes of the critic and the actor (the actor may be the
+            critic, as for DQN, whose greedy policy is the argmax of its Q network).
+        if_discrete: the action space the agent fits (True discrete, False continuous).
+        if_off_policy: whether it learns from a replay buffer of old transitions.
+        arg_defaults: the family's tuned defaults for `Arguments` fields left as None.
+    """
+
+    ClassCri: type[nn.Module] | None = None
+    ClassAct: type[nn.Module] | None = None
+    if_discrete: bool = True
+    if_off_policy: bool = True
+    arg_defaults: dict[str, Any] = {}
+
+    def init(
+        self,
+        net_dim: int,
+        state_dim: int,
+        action_dim: int,
+        learning_rate: float = 1e-3,
+        gamma: float = 0.99,
+        reward_scale: float = 1.0,
+        batch_size: int = 128,
+        repeat_times: float = 1.0,
+        soft_update_tau: float = 5e-3,
+        device: str | torch.device = "cpu",
+    ) -> None:
+        """Builds networks and optimizers and stores the training settings (see `Arguments`)."""
+        self.state_dim, self.action_dim = state_dim, action_dim
+        self.gamma, self.reward_scale = gamma, reward_scale
+        self.batch_size, self.repeat_times, self.soft_update_tau = batch_size, repeat_times, soft_update_tau
+        self.device = torch.device(device)
+        self.total_steps = 0  # env steps explored so far
+        self.last_state: np.ndarray | None = None  # where the next rollout continues
+        self._update_credit = 0.0  # fractional gradient steps carried to the next update_net
+
+        self.critic = self.ClassCri(net_dim, state_dim, action_dim).to(self.device)
+        self.critic_target = self._frozen_copy(self.critic)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), learning_rate)
+        if self.ClassAct is None:
+            self.actor = self.critic
+        else:
+            self.actor = self.ClassAct(net_dim, state_dim, action_dim).to(self.device)
+            self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), learning_rate)
+        self.criterion = nn.SmoothL1Loss()
+
+    @staticmethod
+    def _frozen_copy(net: nn.Module) -> nn.Module:
+        target = copy.deepcopy(net)
+        for param in target.parameters():
+            param.requires_grad_(False)
+        return target
+
+    # ---- acting -------------------------------------------------------------------------------
+
+    def select_action(self, state: torch.Tensor) -> torch.Tensor:
+        """Exploration actions for states (batch, state_dim): (batch,) indices or (batch, action_dim)."""
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def act(self, state: np.ndarray | torch.Tensor) -> np.ndarray:
+        """Deterministic action(s) of the current policy for one state or a batch of states."""
+        state = torch.as_tensor(state, dtype=torch.float32, device=self.device)
+        single = state.dim() == 1
+        output = self.actor(state.unsqueeze(0) if single else state)
+        action = output.argmax(dim=1) if self.if_discrete else output
+        action = action.cpu().numpy()
+        return action[0] if single else action
+
+    def explore_env(self, env: Any, horizon: int, if_random: bool = False) -> Transitions:
+        """Steps `env` `horizon` times from where the last rollout stopped.
+
+        Returns `Transitions` of shape ``(horizon, 1, ...)`` (see replay.py). With `if_random`
+        the actions are uniform over the action space (the warm-up before learning starts).
+        """
+        states = np.empty((horizon, self.state_dim), dtype=np.float32)
+        next_states = np.empty((horizon, self.state_dim), dtype=np.float32)
+        actions = np.empty((horizon, 1 if self.if_discrete else self.action_dim), dtype=np.int64 if self.if_discrete else np.float32)
+        rewards = np.empty(horizon, dtype=np.float32)
+        terminals = np.empty(horizon, dtype=bool)
+        truncates = np.empty(horizon, dtype=bool)
+
+        state = self.last_state
+        if state is None:
+            state, _ = env.reset()
+        with torch.no_grad():
+            for t in range(horizon):
+                if if_random:
+                    action = env.action_space.sample()
+                else:
+                    tensor_state = torch.as_tensor(state, device=self.device).unsqueeze(0)
+                    action = self.select_action(tensor_state)[0].cpu().numpy()
+                next_state, reward, terminated, truncated, _ = env.step(action)
+                states[t], actions[t], rewards[t], next_states[t] = state, action, reward, next_state
+                terminals[t], truncates[t] = terminated, truncated
+                state = env.reset()[0] if terminated or truncated else next_state
+        self.last_state = state
+        self.total_steps += horizon
+
+        def tensor(array: np.ndarray) -> torch.Tensor:
+            return torch.from_numpy(array).unsqueeze(1).to(self.device)
+
+        return Transitions(*map(tensor, (states, actions, rewards, terminals, truncates, next_states)))
+
+    # ---- learning -----------------------------------------------------------------------------
+
+    def update_net(self, buffer: ReplayBuffer) -> dict[str, float]:
+        """Does the gradient steps the newest rollout pays for and returns the mean logging figures.
+
+        Each transition added is used ``repeat_times`` times on average: a rollout of n
+        transitions buys ``n * repeat_times / batch_size`` gradient steps (fractions carry over).
+        """
+        self._update_credit += buffer.add_size * self.repeat_times / self.batch_size
+        update_times = int(self._update_credit)
+        self._update_credit -= update_times
+        sums: dict[str, torch.Tensor] = {}
+        for _ in range(update_times):
+            for name, value in self.update_step(buffer).items():
+                sums[name] = sums.get(name, 0.0) + value.detach()
+        return {name: float(value) / update_times for name, value in sums.items()}
+
+    def update_step(self, buffer: ReplayBuffer) -> dict[str, torch.Tensor]:
+        """One gradient step on the critic (and, for actor-critic agents, the actor)."""
+        batch = buffer.sample_batch(self.batch_size)
+        obj_critic, q_value = self.get_obj_critic(batch)
+        self.optimizer_update(self.critic_optimizer, obj_critic)
+        self.soft_update(self.critic_target, self.critic, self.soft_update_tau)
+        return {"obj_critic": obj_critic, "q_value": q_value.mean()}
+
+    def get_obj_critic(self, batch: Transitions) -> tuple[torch.Tensor, torch.Tensor]:
+        """The critic's loss on `batch` and its Q estimates; overridden per family."""
+        raise NotImplementedError
+
+    def q_label(self, batch: Transitions, next_q: torch.Tensor) -> torch.Tensor:
+        """The TD target r + γ·Q(s'): zero future value only after a true terminal state.
+
+        A transition cut by a time limit (truncated) still bootstraps from Q(s'), because the
+        state itself is not terminal: only the episode was stopped.
+        """
+        undone = (~batch.terminated).float()
+        return batch.reward * self.reward_scale + undone * self.gamma * next_q
+
+    @staticmethod
+    def optimizer_update(optimizer: torch.optim.Optimizer, objective: torch.Tensor) -> None:
+        """One optimizer step on `objective`."""
+        optimizer.zero_grad(set_to_none=True)
+        objective.backward()
+        optimizer.step()
+
+    @staticmethod
+    @torch.no_grad()
+    def soft_update(target_net: nn.Module, current_net: nn.Module, tau: float) -> None:
+        """Polyak averaging: target ← (1 - tau)·target + tau·current."""
+        for target, current in zip(target_net.parameters(), current_net.parameters()):
+            target.lerp_(current, tau)
+
+    # ---- saving -------------------------------------------------------------------------------
+
+    def _state_dicts(self) -> dict[str, Any]:
+        return {name: value for name, value in vars(self).items() if isinstance(value, (nn.Module, torch.optim.Optimizer))}
+
+    def save_or_load_agent(self, cwd: str, if_save: bool) -> None:
+        """Saves every network and optimizer to ``cwd/agent.pth``, or loads them from it."""
+        path = os.path.join(cwd, "agent.pth")
+        if if_save:
+            os.makedirs(cwd, exist_ok=True)
+            state = {name: obj.state_dict() for name, obj in self._state_dicts().items()}
+            state["total_steps"] = self.total_steps
+            torch.save(state, path)
+            return
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no saved agent at {path}; train first or check the run folder")
+        state = torch.load(path, map_location=self.device, weights_only=True)
+        for name, obj in self._state_dicts().items():
+            obj.load_state_dict(state[name])
+        self.total_steps = int(state["total_steps"])
+
+
+class AgentDQN(AgentBase):
+    """Deep Q-Network (Mnih et al., 2015) with epsilon-greedy exploration.
+
+    Args:
+        explore_rate: (start, end) probability of a random action, decayed linearly.
+        explore_decay_steps: env steps over which the rate decays from start to end.
+    """
+
+    ClassCri = QNet
+    arg_defaults = dict(
+        net_dim=64, batch_size=128, repeat_times=8.0, target_step=64, max_memo=2**17,
+        learning_rate=1e-3, soft_update_tau=2**-6, warmup_steps=1000, eval_gap=2000,
+    )
+
+    def __init__(self, explore_rate: tuple[float, float] = (1.0, 0.02), explore_decay_steps: int = 10_000):
+        if not (0.0 <= explore_rate[1] <= explore_rate[0] <= 1.0):
+            raise ValueError(f"explore_rate must be (start, end) with 0 <= end <= start <= 1, got {explore_rate}")
+        self.explore_rate_range = explore_rate
+        self.explore_decay_steps = explore_decay_steps
+
+    @property
+    def explore_rate(self) -> float:
+        """The current probability of a random action."""
+        start, end = self.explore_rate_range
+        return max(end, start - (start - end) * self.total_steps / max(1, self.explore_decay_steps))
+
+    def select_action(self, state: torch.Tensor) -> torch.Tensor:
+        action = self.critic(state).argmax(dim=1)
+        explore = torch.rand(action.shape, device=self.device) < self.explore_rate
+        return torch.where(explore, torch.randint_like(action, self.action_dim), action)
+
+    def get_obj_critic(self, batch: Transitions) -> tuple[torch.Tensor, torch.Tensor]:
+        # With several heads (QNetTwin) the target takes the smaller estimate (clipped double Q).
+        with torch.no_grad():
+            next_q = functools.reduce(torch.min, self.critic_target.get_q_heads(batch.next_state)).max(dim=1).values
+            q_label = self.q_label(batch, next_q)
+        q_values = [q.gather(1, batch.action).squeeze(1) for q in self.critic.get_q_heads(batch.state)]
+        obj_critic = sum(self.criterion(q, q_label) for q in q_values)
+        return obj_critic, q_values[0]
+
+    def update_net(self, buffer: ReplayBuffer) -> dict[str, float]:
+        return {**super().update_net(buffer), "explore_rate": self.explore_rate}
+
+
+class AgentDuelingDQN(AgentDQN):
+    """DQN with a dueling Q network (Wang et al., 2016)."""
+
+    ClassCri = QNetDuel
+
+
+class AgentDoubleDQN(AgentDQN):
+    """DQN with two Q heads whose smaller estimate forms the target (clipped double Q-learning)."""
+
+    ClassCri = QNetTwin
+
+
+class AgentD3QN(AgentDoubleDQN):
+    """Dueling double DQN: two dueling Q heads on one encoder."""
+
+    ClassCri = QNetTwinDuel

@@ -1,0 +1,230 @@
+"""Environments: `PreprocessEnv` presents any Gym-API env the way the agents expect it.
+
+The agents see one API, Gymnasium's: ``reset() -> (state, info)`` and
+``step(action) -> (state, reward, terminated, truncated, info)``, with float32 states of shape
+``(state_dim,)``. A continuous action space is presented as the box [-1, 1]; the wrapper maps
+actions to the env's own bounds.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import warnings
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+# Targets for envs whose spec has no reward_threshold. Explicit targets win over both.
+KNOWN_TARGETS = {
+    "Pendulum-v1": -200.0,
+    "Acrobot-v1": -100.0,
+    "LunarLander-v3": 200.0,
+    "LunarLanderContinuous-v3": 200.0,
+    "BipedalWalker-v3": 300.0,
+    "BipedalWalkerHardcore-v3": 300.0,
+}
+
+DEFAULT_MAX_STEP = 1000
+
+
+def make_env(env_id: str, **kwargs: Any) -> gym.Env:
+    """`gymnasium.make(env_id)` with errors that say how to fix a typo or a missing extra."""
+    try:
+        return gym.make(env_id, **kwargs)
+    except gym.error.DependencyNotInstalled as error:
+        raise ImportError(
+            f"env {env_id!r} needs an optional dependency: {error}. "
+            f"For Box2D envs (LunarLander, BipedalWalker) run: pip install 'elegantrl[box2d]'"
+        ) from error
+    except (gym.error.UnregisteredEnv, gym.error.DeprecatedEnv, gym.error.VersionNotFound) as error:
+        close = difflib.get_close_matches(env_id, list(gym.registry.keys()), n=5, cutoff=0.5)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise ValueError(f"unknown or outdated env id {env_id!r} ({error}).{hint}") from error
+
+
+class PreprocessEnv(gym.Env):
+    """Wraps a Gymnasium env, an env id, or an old-Gym env for training.
+
+    Args:
+        env: a Gymnasium env, an env id such as ``"CartPole-v1"``, or an old-Gym env whose
+            ``reset()`` returns the state alone and whose ``step()`` returns
+            ``(state, reward, done, info)`` with ``info["TimeLimit.truncated"]`` on time limits.
+        target_return: the evaluation return that counts as solved; by default the spec's
+            ``reward_threshold``, else a known target for common envs, else never solved (inf).
+        max_step: the episode length limit; by default the env's own. An env without a limit
+            gets ``DEFAULT_MAX_STEP`` (with a warning) so that no episode runs forever.
+        **make_kwargs: passed to ``gymnasium.make`` when ``env`` is an id (e.g. ``render_mode``).
+
+    Attributes the agents read: ``env_name, state_dim, action_dim, if_discrete, max_step,
+    target_return``.
+    """
+
+    def __init__(
+        self,
+        env: gym.Env | str | Any,
+        target_return: float | None = None,
+        max_step: int | None = None,
+        **make_kwargs: Any,
+    ):
+        if isinstance(env, str):
+            env = make_env(env, **make_kwargs)
+        missing = [name for name in ("reset", "step", "observation_space", "action_space") if not hasattr(env, name)]
+        if missing or not callable(env.reset) or not callable(env.step):
+            raise TypeError(
+                f"PreprocessEnv expects a Gym-API env (with reset(), step(action), observation_space "
+                f"and action_space) or an env id string, but got {type(env).__name__} missing {missing}. "
+                f"See https://gymnasium.farama.org/introduction/create_custom_env/"
+            )
+        self.env = env
+        spec = self.spec = getattr(env, "spec", None)
+        self.env_name: str = getattr(spec, "id", None) or type(getattr(env, "unwrapped", env)).__name__
+        self._if_old_api: bool | None = None  # learned from the first reset()
+
+        self.observation_space, self.state_dim, self._obs_n = self._convert_observation_space(env.observation_space)
+        self.action_space, self.action_dim, self.if_discrete = self._convert_action_space(env.action_space)
+
+        own_limit = getattr(spec, "max_episode_steps", None) or getattr(env, "_max_episode_steps", None)
+        self._own_limit = max_step if max_step is not None else (None if own_limit else DEFAULT_MAX_STEP)
+        if max_step is None and not own_limit:
+            warnings.warn(
+                f"env {self.env_name!r} has no time limit; episodes are truncated at "
+                f"max_step={DEFAULT_MAX_STEP}. Pass PreprocessEnv(env, max_step=...) to change this.",
+                stacklevel=2,
+            )
+        self.max_step: int = int(max_step or own_limit or DEFAULT_MAX_STEP)
+        self._episode_step = 0
+
+        if target_return is None:
+            threshold = getattr(spec, "reward_threshold", None)
+            target_return = threshold if threshold is not None else KNOWN_TARGETS.get(self.env_name, np.inf)
+        self.target_return: float = float(target_return)
+        self.render_mode = getattr(env, "render_mode", None)
+
+    def _convert_observation_space(self, space: Any) -> tuple[gym.spaces.Box, int, int | None]:
+        if hasattr(space, "n") and not hasattr(space, "nvec"):  # Discrete states become one-hot
+            n = int(space.n)
+            return gym.spaces.Box(0.0, 1.0, (n,), np.float32), n, n
+        shape = getattr(space, "shape", None)
+        if hasattr(space, "low") and shape:
+            dim = int(np.prod(shape))
+            low = np.asarray(space.low, dtype=np.float32).reshape(-1)
+            high = np.asarray(space.high, dtype=np.float32).reshape(-1)
+            return gym.spaces.Box(low, high, (dim,), np.float32), dim, None
+        raise TypeError(
+            f"env {self.env_name!r} has observation space {space}; elegantrl needs a Box or Discrete "
+            f"observation space. Flatten a Dict or Tuple space with "
+            f"gymnasium.wrappers.FlattenObservation first."
+        )
+
+    def _convert_action_space(self, space: Any) -> tuple[gym.spaces.Space, int, bool]:
+        if hasattr(space, "n") and not hasattr(space, "nvec"):
+            self._action_start = int(getattr(space, "start", 0))
+            return gym.spaces.Discrete(int(space.n)), int(space.n), True
+        shape = getattr(space, "shape", None)
+        if hasattr(space, "low") and shape is not None and len(shape) == 1:
+            self._action_low = np.asarray(space.low, dtype=np.float32)
+            self._action_high = np.asarray(space.high, dtype=np.float32)
+            self._if_bounded = bool(np.isfinite(self._action_low).all() and np.isfinite(self._action_high).all())
+            if self._if_bounded:  # agents act in [-1, 1]; step() maps to the env's bounds
+                return gym.spaces.Box(-1.0, 1.0, shape, np.float32), int(shape[0]), False
+            return gym.spaces.Box(self._action_low, self._action_high, shape, np.float32), int(shape[0]), False
+        raise TypeError(
+            f"env {self.env_name!r} has action space {space}; elegantrl needs a Discrete action space "
+            f"or a one-dimensional Box. Wrap the env to present one of these."
+        )
+
+    @property
+    def if_bounded_actions(self) -> bool:
+        """True when the action space is discrete or a Box with finite bounds."""
+        return self.if_discrete or self._if_bounded
+
+    def _state(self, obs: Any) -> np.ndarray:
+        if self._obs_n is not None:
+            state = np.zeros(self._obs_n, dtype=np.float32)
+            state[int(obs)] = 1.0
+            return state
+        return np.asarray(obs, dtype=np.float32).reshape(-1)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        """Resets the env; returns ``(state, info)`` like Gymnasium, also for old-Gym envs."""
+        if seed is not None:
+            self.action_space.seed(seed)
+        self._episode_step = 0
+        if self._if_old_api:
+            if seed is not None and hasattr(self.env, "seed"):
+                self.env.seed(seed)
+            result = self.env.reset()
+        else:
+            try:
+                result = self.env.reset(seed=seed, options=options)
+            except TypeError:  # old Gym: reset() takes no seed; seeding is env.seed()
+                if seed is not None and hasattr(self.env, "seed"):
+                    self.env.seed(seed)
+                result = self.env.reset()
+        if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):
+            self._if_old_api = False if self._if_old_api is None else self._if_old_api
+            obs, info = result
+        else:
+            self._if_old_api = True
+            obs, info = result, {}
+        return self._state(obs), info
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        """Steps the env; returns ``(state, reward, terminated, truncated, info)``."""
+        if self.if_discrete:
+            action = int(action) + self._action_start
+        else:
+            action = np.asarray(action, dtype=np.float32).reshape(self.action_space.shape)
+            if self._if_bounded:
+                action = self._action_low + (np.clip(action, -1.0, 1.0) + 1.0) * 0.5 * (self._action_high - self._action_low)
+        result = self.env.step(action)
+        if len(result) == 5:
+            obs, reward, terminated, truncated, info = result
+        elif len(result) == 4:  # old Gym folds the time limit into done
+            obs, reward, done, info = result
+            truncated = bool(info.get("TimeLimit.truncated", False))
+            terminated = bool(done) and not truncated
+        else:
+            raise TypeError(
+                f"env {self.env_name!r}: step() returned {len(result)} values; expected "
+                f"(obs, reward, terminated, truncated, info) or old Gym's (obs, reward, done, info)"
+            )
+        self._episode_step += 1
+        if self._own_limit is not None and self._episode_step >= self._own_limit and not terminated:
+            truncated = True
+        return self._state(obs), float(reward), bool(terminated), bool(truncated), info
+
+    def render(self) -> Any:
+        """Renders the wrapped env."""
+        return self.env.render()
+
+    def close(self) -> None:
+        """Closes the wrapped env."""
+        self.env.close()
+
+    def __repr__(self) -> str:
+        kind = "discrete" if self.if_discrete else "continuous"
+        return (
+            f"PreprocessEnv({self.env_name}, state_dim={self.state_dim}, action_dim={self.action_dim} "
+            f"{kind}, max_step={self.max_step}, target_return={self.target_return})"
+        )
+
+
+def clone_env(env: PreprocessEnv) -> PreprocessEnv:
+    """A second, independent instance of `env` (for evaluation), made from its spec if it has one."""
+    spec = getattr(env.env, "spec", None)
+    kwargs = dict(target_return=env.target_return, max_step=env._own_limit)
+    if spec is not None:
+        try:
+            return PreprocessEnv(gym.make(spec), **kwargs)
+        except Exception:  # a spec that cannot be re-made (e.g. an entry point no longer importable)
+            pass
+    try:
+        return copy.deepcopy(env)
+    except Exception as error:
+        raise TypeError(
+            f"cannot make a separate evaluation env from {env.env_name!r} (no registered spec, and "
+            f"deepcopy fails: {error}). Pass one explicitly: Arguments(eval_env=PreprocessEnv(...))"
+        ) from error

@@ -1,0 +1,372 @@
+"""Training: `Arguments`, `train_and_evaluate`, the `Evaluator`, and the command line."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import inspect
+import math
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from elegantrl import agent as agent_module
+from elegantrl.agent import AgentBase
+from elegantrl.env import PreprocessEnv, clone_env
+from elegantrl.replay import ReplayBuffer, Transitions
+
+
+def _arg(default: Any, help: str, type: type | None = None, cli: bool = True) -> Any:
+    """A dataclass field whose help text is shown by ``--help``."""
+    return field(default=default, metadata={"help": help, "type": type, "cli": cli})
+
+
+@dataclass
+class Arguments:
+    """Everything a training run needs. Fields left as None take the agent family's defaults.
+
+    Example::
+
+        args = Arguments(agent=AgentD3QN(), env=PreprocessEnv(gym.make("CartPole-v1")))
+        train_and_evaluate(args)
+    """
+
+    agent: Any = _arg(None, "the agent: an AgentBase instance or subclass", cli=False)
+    env: Any = _arg(None, "the env: a PreprocessEnv, a Gym-API env, or an env id", cli=False)
+    eval_env: Any = _arg(None, "a separate env for evaluation; by default a copy of env", cli=False)
+    if_on_policy: bool | None = _arg(None, "whether the agent learns on-policy; by default the agent's own", cli=False)
+
+    cwd: str | None = _arg(None, "the run folder; by default runs/{env}_{agent}_{seed} (a new one if that exists)", str)
+    if_remove: bool = _arg(False, "delete an existing run folder `cwd` before training", bool)
+    random_seed: int = _arg(0, "seeds torch and the envs: one seed gives one learning curve", int)
+    device: str | None = _arg(None, "torch device of the learner, e.g. cpu or cuda:0; by default cuda:0 if available", str)
+    num_threads: int | None = _arg(None, "torch CPU threads; by default torch's own choice", int)
+
+    net_dim: int | None = _arg(None, "width of the hidden layers", int)
+    batch_size: int | None = _arg(None, "transitions per gradient step", int)
+    repeat_times: float | None = _arg(None, "times each collected transition is used in gradient steps, on average", float)
+    target_step: int | None = _arg(None, "env steps collected per round between updates", int)
+    max_memo: int | None = _arg(None, "replay buffer capacity in transitions", int)
+    warmup_steps: int | None = _arg(None, "env steps of uniformly random actions before learning", int)
+    learning_rate: float | None = _arg(None, "Adam learning rate", float)
+    soft_update_tau: float | None = _arg(None, "target networks move this fraction toward the online ones per step", float)
+    gamma: float = _arg(0.99, "discount factor per env step", float)
+    reward_scale: float = _arg(1.0, "rewards are multiplied by this in the learning targets", float)
+
+    break_step: int = _arg(2**20, "stop after this many env steps", int)
+    if_allow_break: bool = _arg(True, "stop as soon as an evaluation reaches the env's target return", bool)
+    target_return: float | None = _arg(None, "the return that counts as solved; by default the env's", float)
+    eval_gap: int | None = _arg(None, "env steps between evaluations", int)
+    eval_times1: int = _arg(4, "episodes per evaluation", int)
+    eval_times2: int = _arg(8, "extra episodes that confirm a new best before it is saved", int)
+    if_print: bool = _arg(True, "print one progress line per evaluation", bool)
+
+    def init_before_training(self) -> None:
+        """Validates the fields, fills the defaults, and creates the run folder.
+
+        Raises TypeError or ValueError with the fix in the message. Deletes nothing unless
+        ``if_remove`` is set.
+        """
+        if self.agent is None:
+            raise ValueError("Arguments.agent is not set: use e.g. Arguments(agent=AgentD3QN(), env='CartPole-v1')")
+        if isinstance(self.agent, type) and issubclass(self.agent, AgentBase):
+            self.agent = self.agent()
+        if not isinstance(self.agent, AgentBase):
+            raise TypeError(f"Arguments.agent must be an elegantrl agent such as AgentD3QN(), got {self.agent!r}")
+        if self.env is None:
+            raise ValueError("Arguments.env is not set: use e.g. Arguments(agent=..., env=PreprocessEnv('CartPole-v1'))")
+        if not isinstance(self.env, PreprocessEnv):
+            self.env = PreprocessEnv(self.env)
+        if self.eval_env is not None and not isinstance(self.eval_env, PreprocessEnv):
+            self.eval_env = PreprocessEnv(self.eval_env)
+        self._check_agent_fits_env()
+        if self.if_on_policy is not None and self.if_on_policy == self.agent.if_off_policy:
+            kind = "off" if self.agent.if_off_policy else "on"
+            raise ValueError(f"if_on_policy={self.if_on_policy} but {type(self.agent).__name__} is {kind}-policy; leave if_on_policy unset")
+        self.if_on_policy = not self.agent.if_off_policy
+
+        for name, value in self.agent.arg_defaults.items():
+            if getattr(self, name) is None:
+                setattr(self, name, value)
+        self._check_values()
+        if self.target_return is not None:
+            self.env.target_return = float(self.target_return)
+        self.target_return = self.env.target_return
+        if self.device is None:
+            self.device = "cuda:0" if torch.cuda.is_available() else "cpu"
+        self._prepare_cwd()
+
+    def _check_agent_fits_env(self) -> None:
+        agent_name, env = type(self.agent).__name__, self.env
+        if self.agent.if_discrete != env.if_discrete:
+            fitting = [name for name, cls in list_agents().items() if cls.if_discrete == env.if_discrete]
+            space = f"Discrete({env.action_dim})" if env.if_discrete else f"Box(shape=({env.action_dim},))"
+            wanted = "discrete" if self.agent.if_discrete else "continuous (Box)"
+            raise ValueError(
+                f"{agent_name} needs a {wanted} action space, but {env.env_name} has {space}; "
+                f"use one of: {', '.join('Agent' + name for name in fitting) or 'none available yet'}"
+            )
+        if not env.if_bounded_actions:
+            raise ValueError(
+                f"{env.env_name} has an unbounded Box action space; elegantrl's actors act in [-1, 1] "
+                f"and need finite bounds. Wrap the env with gymnasium.wrappers.ClipAction or give it bounds."
+            )
+
+    def _check_values(self) -> None:
+        for spec in dataclasses.fields(self):
+            value, expected = getattr(self, spec.name), spec.metadata.get("type")
+            if value is None or expected is None:
+                continue
+            kinds = (int, float) if expected is float else (expected,)
+            if isinstance(value, bool) != (expected is bool) or not isinstance(value, kinds):
+                raise TypeError(f"Arguments.{spec.name} must be {expected.__name__}, got {value!r} ({type(value).__name__})")
+        positive = ["net_dim", "batch_size", "repeat_times", "target_step", "max_memo", "learning_rate", "break_step", "eval_gap", "eval_times1"]
+        positive += ["num_threads"] * (self.num_threads is not None)
+        for name in positive:
+            if not getattr(self, name) > 0:
+                raise ValueError(f"Arguments.{name} must be positive, got {getattr(self, name)!r}")
+        for name in ["warmup_steps", "eval_times2"]:
+            if getattr(self, name) < 0:
+                raise ValueError(f"Arguments.{name} must be zero or positive, got {getattr(self, name)!r}")
+        if not 0.0 < self.gamma <= 1.0:
+            raise ValueError(f"Arguments.gamma must be in (0, 1], got {self.gamma}")
+        if not 0.0 < self.soft_update_tau <= 1.0:
+            raise ValueError(f"Arguments.soft_update_tau must be in (0, 1], got {self.soft_update_tau}")
+        if self.batch_size > self.max_memo:
+            raise ValueError(f"Arguments.batch_size ({self.batch_size}) exceeds max_memo ({self.max_memo}); lower batch_size or raise max_memo")
+
+    def _prepare_cwd(self) -> None:
+        if self.cwd is None:
+            agent_name = type(self.agent).__name__.removeprefix("Agent")
+            base = os.path.join("runs", f"{self.env.env_name}_{agent_name}_{self.random_seed}")
+            self.cwd, suffix = base, 1
+            while os.path.exists(self.cwd) and os.listdir(self.cwd) and not self.if_remove:
+                suffix += 1
+                self.cwd = f"{base}-{suffix}"
+        if self.if_remove and os.path.isdir(self.cwd):
+            shutil.rmtree(self.cwd)
+        if os.path.isdir(self.cwd) and os.listdir(self.cwd):
+            raise FileExistsError(f"run folder {self.cwd!r} already holds a run; set if_remove=True to delete it, or choose another cwd")
+        os.makedirs(self.cwd, exist_ok=True)
+
+
+def list_agents() -> dict[str, type[AgentBase]]:
+    """The agents by their short name (``"D3QN"`` for ``AgentD3QN``)."""
+    return {
+        name.removeprefix("Agent"): cls
+        for name, cls in vars(agent_module).items()
+        if inspect.isclass(cls) and issubclass(cls, AgentBase) and cls is not AgentBase
+    }
+
+
+class Evaluator:
+    """Plays deterministic evaluation episodes, keeps the best actor on disk, records the curve.
+
+    Files in `cwd`: ``actor.pth`` (state_dict of the best actor), ``recorder.csv`` (one row per
+    evaluation), ``learning_curve.png``.
+    """
+
+    def __init__(self, cwd: str, env: PreprocessEnv, eval_gap: int, eval_times1: int, eval_times2: int,
+                 target_return: float, random_seed: int = 0, if_print: bool = True):
+        self.cwd, self.env = cwd, env
+        self.eval_gap, self.eval_times1, self.eval_times2 = eval_gap, eval_times1, eval_times2
+        self.target_return, self.if_print = target_return, if_print
+        self.rng = np.random.default_rng(random_seed + 1)  # episode seeds: one run seed gives one curve
+        self.next_eval_step = 0
+        self.best_return = -math.inf
+        self.eval_seconds = 0.0  # time spent evaluating, excluded from the training time
+        self.start_time = time.perf_counter()
+        self.records: list[dict[str, float]] = []
+        self.csv_path = os.path.join(cwd, "recorder.csv")
+
+    @property
+    def train_seconds(self) -> float:
+        """Wall seconds since the start, less the time spent evaluating."""
+        return time.perf_counter() - self.start_time - self.eval_seconds
+
+    def episode_return(self, agent: AgentBase) -> float:
+        """The return of one deterministic episode of `agent` on the evaluation env."""
+        state, _ = self.env.reset(seed=int(self.rng.integers(2**31)))
+        episode_return = 0.0
+        for _ in range(self.env.max_step):
+            state, reward, terminated, truncated, _ = self.env.step(agent.act(state))
+            episode_return += reward
+            if terminated or truncated:
+                break
+        if not math.isfinite(episode_return):
+            raise FloatingPointError(f"evaluation env {self.env.env_name!r} returned a non-finite reward ({episode_return})")
+        return episode_return
+
+    def evaluate_and_save(self, agent: AgentBase, total_steps: int, logs: dict[str, float]) -> bool:
+        """Evaluates if `eval_gap` steps have passed; returns True once the target is reached."""
+        if total_steps < self.next_eval_step:
+            return False
+        self.next_eval_step = total_steps + self.eval_gap
+        start = time.perf_counter()
+        returns = [self.episode_return(agent) for _ in range(self.eval_times1)]
+        if np.mean(returns) > self.best_return and self.eval_times2:
+            returns += [self.episode_return(agent) for _ in range(self.eval_times2)]
+        mean, std = float(np.mean(returns)), float(np.std(returns))
+        if mean > self.best_return:
+            self.best_return = mean
+            torch.save(agent.actor.state_dict(), os.path.join(self.cwd, "actor.pth"))
+        self.eval_seconds += time.perf_counter() - start
+
+        for name, value in logs.items():
+            if not math.isfinite(value):
+                raise FloatingPointError(
+                    f"training diverged at env step {total_steps}: {name} is {value}. The best actor so far "
+                    f"is kept in {self.cwd}; try a lower learning_rate or reward_scale."
+                )
+        record = {"step": total_steps, "seconds": self.train_seconds, "return_mean": mean, "return_std": std,
+                  "best_return": self.best_return, **logs}
+        self._write_record(record)
+        return self.best_return >= self.target_return
+
+    def _write_record(self, record: dict[str, float]) -> None:
+        if not self.records:
+            with open(self.csv_path, "w", newline="") as file:
+                csv.writer(file).writerow(record.keys())
+            if self.if_print:
+                print(f"{'step':>10} {'seconds':>8} {'return (mean ± std)':>21} {'best':>9}  " + "  ".join(f"{k:>12}" for k in list(record)[5:]))
+        self.records.append(record)
+        with open(self.csv_path, "a", newline="") as file:
+            csv.writer(file).writerow(record.values())
+        if self.if_print:
+            r = record
+            print(f"{r['step']:>10,d} {r['seconds']:>8.1f} {r['return_mean']:>10.2f} ± {r['return_std']:<8.2f} {r['best_return']:>9.2f}  "
+                  + "  ".join(f"{v:>12.4g}" for v in list(r.values())[5:]), flush=True)
+
+    def save_curve(self, title: str = "") -> str:
+        """Draws return against env steps, with the target line, into ``learning_curve.png``."""
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        figure = Figure(figsize=(8, 4.5))
+        FigureCanvasAgg(figure)
+        ax = figure.add_subplot()
+        steps = np.array([r["step"] for r in self.records])
+        mean = np.array([r["return_mean"] for r in self.records])
+        std = np.array([r["return_std"] for r in self.records])
+        ax.plot(steps, mean, color="tab:blue", label="evaluation return (mean)")
+        ax.fill_between(steps, mean - std, mean + std, color="tab:blue", alpha=0.2, label="± std")
+        if math.isfinite(self.target_return):
+            ax.axhline(self.target_return, color="tab:red", linestyle="--", label=f"target {self.target_return:g}")
+        ax.set_xlabel("env steps")
+        ax.set_ylabel("episode return")
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right")
+        figure.tight_layout()
+        path = os.path.join(self.cwd, "learning_curve.png")
+        figure.savefig(path, dpi=100)
+        return path
+
+
+def check_finite(transitions: Transitions, first_step: int, env_name: str, cwd: str) -> None:
+    """Raises if the env produced a NaN or inf state or reward, naming the env step."""
+    bad = ~(torch.isfinite(transitions.reward) & torch.isfinite(transitions.state).all(-1) & torch.isfinite(transitions.next_state).all(-1))
+    if bad.any():
+        step = first_step + int(bad.flatten().nonzero()[0]) + 1
+        raise FloatingPointError(
+            f"env {env_name!r} returned a non-finite state or reward at env step {step}; training stopped. "
+            f"The best actor so far is kept in {cwd}. Check the env's step(), or clip its outputs."
+        )
+
+
+def train_and_evaluate(args: Arguments) -> AgentBase:
+    """Trains ``args.agent`` on ``args.env`` in one process; returns the agent with the best actor loaded.
+
+    Stops at ``break_step`` env steps, or when an evaluation reaches the target return (if
+    ``if_allow_break``), or on Ctrl-C. The run folder keeps the best actor, the record and the curve.
+    """
+    args.init_before_training()
+    agent, env = args.agent, args.env
+    torch.manual_seed(args.random_seed)
+    if args.num_threads:
+        torch.set_num_threads(args.num_threads)
+    eval_env = args.eval_env or clone_env(env)
+    agent.init(args.net_dim, env.state_dim, env.action_dim, learning_rate=args.learning_rate, gamma=args.gamma,
+               reward_scale=args.reward_scale, batch_size=args.batch_size, repeat_times=args.repeat_times,
+               soft_update_tau=args.soft_update_tau, device=args.device)
+    agent.last_state, _ = env.reset(seed=args.random_seed)
+    buffer = ReplayBuffer(args.max_memo, env.state_dim, env.action_dim, env.if_discrete, args.device)
+    evaluator = Evaluator(args.cwd, eval_env, args.eval_gap, args.eval_times1, args.eval_times2,
+                          args.target_return, args.random_seed, args.if_print)
+    agent_name = type(agent).__name__
+    if args.if_print:
+        print(f"elegantrl: {agent_name} on {env!r}\n  run folder {args.cwd}, seed {args.random_seed}, device {args.device}")
+
+    try:
+        if args.warmup_steps:
+            transitions = agent.explore_env(env, args.warmup_steps, if_random=True)
+            check_finite(transitions, 0, env.env_name, args.cwd)
+            buffer.extend(transitions)
+        while agent.total_steps < args.break_step:
+            first_step = agent.total_steps
+            transitions = agent.explore_env(env, args.target_step)
+            check_finite(transitions, first_step, env.env_name, args.cwd)
+            buffer.extend(transitions)
+            logs = agent.update_net(buffer)
+            if_reach_goal = evaluator.evaluate_and_save(agent, agent.total_steps, logs)
+            if if_reach_goal and args.if_allow_break:
+                if args.if_print:
+                    print(f"reached the target return {args.target_return:g} at env step {agent.total_steps:,d}")
+                break
+    except KeyboardInterrupt:
+        print(f"\nstopped by Ctrl-C at env step {agent.total_steps:,d}; the best actor is kept in {args.cwd}")
+    finally:
+        agent.save_or_load_agent(args.cwd, if_save=True)
+        if evaluator.records:
+            evaluator.save_curve(f"{agent_name} on {env.env_name}, seed {args.random_seed}")
+    actor_path = os.path.join(args.cwd, "actor.pth")
+    if os.path.isfile(actor_path):
+        agent.actor.load_state_dict(torch.load(actor_path, map_location=agent.device, weights_only=True))
+    if args.if_print:
+        print(f"best evaluation return {evaluator.best_return:.2f}; files in {args.cwd}: actor.pth, agent.pth, recorder.csv, learning_curve.png")
+    return agent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser: one flag per Arguments field, with the field's help."""
+    agents = list_agents()
+    parser = argparse.ArgumentParser(
+        prog="python -m elegantrl",
+        description="Train an elegantrl agent on a Gymnasium env, evaluate it, save the best actor and the learning curve.",
+        epilog="agents: " + ", ".join(f"{name} ({'discrete' if cls.if_discrete else 'continuous'})" for name, cls in agents.items()),
+    )
+    parser.add_argument("--agent", default="D3QN", choices=list(agents), help="the algorithm (default: %(default)s)")
+    parser.add_argument("--env", default="CartPole-v1", help="a Gymnasium env id (default: %(default)s)")
+    for spec in dataclasses.fields(Arguments):
+        if not spec.metadata.get("cli"):
+            continue
+        flag = "--" + spec.name.replace("_", "-").removeprefix("if-")
+        kind = spec.metadata["type"]
+        names = [flag, "--seed"] if spec.name == "random_seed" else [flag]
+        if kind is bool:
+            parser.add_argument(*names, dest=spec.name, action=argparse.BooleanOptionalAction, default=spec.default, help=spec.metadata["help"])
+        else:
+            default = "the agent's" if spec.default is None else "%(default)s"
+            parser.add_argument(*names, dest=spec.name, type=kind, default=spec.default, help=f"{spec.metadata['help']} (default: {default})")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m elegantrl``."""
+    options = vars(build_parser().parse_args(argv))
+    agent_class = list_agents()[options.pop("agent")]
+    env_id = options.pop("env")
+    try:
+        args = Arguments(agent=agent_class(), env=PreprocessEnv(env_id), **options)
+        train_and_evaluate(args)
+    except (ValueError, TypeError, ImportError, FileExistsError, FloatingPointError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
