@@ -215,11 +215,11 @@ class AgentDQN(AgentBase):
 
     ClassCri = QNet
     arg_defaults = dict(
-        net_dim=64, batch_size=128, repeat_times=8.0, target_step=64, max_memo=2**17,
-        learning_rate=1e-3, soft_update_tau=2**-6, warmup_steps=1000, eval_gap=2000,
+        net_dim=64, batch_size=128, repeat_times=32.0, target_step=64, max_memo=2**17,
+        learning_rate=2e-3, soft_update_tau=2**-5, warmup_steps=1000, eval_gap=2000,
     )
 
-    def __init__(self, explore_rate: tuple[float, float] = (1.0, 0.02), explore_decay_steps: int = 10_000):
+    def __init__(self, explore_rate: tuple[float, float] = (1.0, 0.02), explore_decay_steps: int = 5_000):
         if not (0.0 <= explore_rate[1] <= explore_rate[0] <= 1.0):
             raise ValueError(f"explore_rate must be (start, end) with 0 <= end <= start <= 1, got {explore_rate}")
         self.explore_rate_range = explore_rate

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import inspect
 import warnings
 from typing import Any
 
@@ -80,7 +81,11 @@ class PreprocessEnv(gym.Env):
         self.env = env
         spec = self.spec = getattr(env, "spec", None)
         self.env_name: str = getattr(spec, "id", None) or type(getattr(env, "unwrapped", env)).__name__
-        self._if_old_api: bool | None = None  # learned from the first reset()
+        try:
+            parameters = inspect.signature(env.reset).parameters.values()
+            self._reset_takes_seed = any(p.name == "seed" or p.kind == p.VAR_KEYWORD for p in parameters)
+        except (TypeError, ValueError):  # a builtin without a signature: assume Gymnasium's
+            self._reset_takes_seed = True
 
         self.observation_space, self.state_dim, self._obs_n = self._convert_observation_space(env.observation_space)
         self.action_space, self.action_dim, self.if_discrete = self._convert_action_space(env.action_space)
@@ -152,22 +157,15 @@ class PreprocessEnv(gym.Env):
         if seed is not None:
             self.action_space.seed(seed)
         self._episode_step = 0
-        if self._if_old_api:
+        if self._reset_takes_seed:
+            result = self.env.reset(seed=seed, options=options)
+        else:  # old Gym: reset() takes no seed; seeding is env.seed()
             if seed is not None and hasattr(self.env, "seed"):
                 self.env.seed(seed)
             result = self.env.reset()
-        else:
-            try:
-                result = self.env.reset(seed=seed, options=options)
-            except TypeError:  # old Gym: reset() takes no seed; seeding is env.seed()
-                if seed is not None and hasattr(self.env, "seed"):
-                    self.env.seed(seed)
-                result = self.env.reset()
         if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):
-            self._if_old_api = False if self._if_old_api is None else self._if_old_api
             obs, info = result
         else:
-            self._if_old_api = True
             obs, info = result, {}
         return self._state(obs), info
 
@@ -213,18 +211,19 @@ class PreprocessEnv(gym.Env):
 
 
 def clone_env(env: PreprocessEnv) -> PreprocessEnv:
-    """A second, independent instance of `env` (for evaluation), made from its spec if it has one."""
-    spec = getattr(env.env, "spec", None)
-    kwargs = dict(target_return=env.target_return, max_step=env._own_limit)
-    if spec is not None:
-        try:
-            return PreprocessEnv(gym.make(spec), **kwargs)
-        except Exception:  # a spec that cannot be re-made (e.g. an entry point no longer importable)
-            pass
+    """A second, independent instance of `env` (for evaluation).
+
+    A deep copy keeps whatever the user changed on the env; an env that cannot be copied is
+    made again from its registered spec.
+    """
     try:
         return copy.deepcopy(env)
-    except Exception as error:
-        raise TypeError(
-            f"cannot make a separate evaluation env from {env.env_name!r} (no registered spec, and "
-            f"deepcopy fails: {error}). Pass one explicitly: Arguments(eval_env=PreprocessEnv(...))"
-        ) from error
+    except Exception as copy_error:
+        spec = getattr(env.env, "spec", None)
+        try:
+            return PreprocessEnv(gym.make(spec), target_return=env.target_return, max_step=env._own_limit)
+        except Exception:
+            raise TypeError(
+                f"cannot make a separate evaluation env from {env.env_name!r}: deepcopy fails ({copy_error}) "
+                f"and it has no spec to make it again. Pass one: Arguments(eval_env=PreprocessEnv(...))"
+            ) from copy_error

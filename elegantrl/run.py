@@ -179,7 +179,7 @@ class Evaluator:
         self.eval_gap, self.eval_times1, self.eval_times2 = eval_gap, eval_times1, eval_times2
         self.target_return, self.if_print = target_return, if_print
         self.rng = np.random.default_rng(random_seed + 1)  # episode seeds: one run seed gives one curve
-        self.next_eval_step = 0
+        self.next_eval_step = eval_gap
         self.best_return = -math.inf
         self.eval_seconds = 0.0  # time spent evaluating, excluded from the training time
         self.start_time = time.perf_counter()
@@ -208,7 +208,7 @@ class Evaluator:
         """Evaluates if `eval_gap` steps have passed; returns True once the target is reached."""
         if total_steps < self.next_eval_step:
             return False
-        self.next_eval_step = total_steps + self.eval_gap
+        self.next_eval_step = (total_steps // self.eval_gap + 1) * self.eval_gap  # a fixed cadence in env steps
         start = time.perf_counter()
         returns = [self.episode_return(agent) for _ in range(self.eval_times1)]
         if np.mean(returns) > self.best_return and self.eval_times2:

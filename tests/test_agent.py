@@ -1,0 +1,127 @@
+"""Agents: learning targets with truncation, exploration rollouts, acting, saving and loading."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from elegantrl.agent import AgentD3QN, AgentDoubleDQN, AgentDQN, AgentDuelingDQN
+from elegantrl.env import PreprocessEnv
+from elegantrl.replay import ReplayBuffer, Transitions
+
+
+def batch_of(terminated, truncated, reward=1.0):
+    n = len(terminated)
+    return Transitions(
+        state=torch.zeros(n, 2), action=torch.zeros(n, 1, dtype=torch.long), reward=torch.full((n,), reward),
+        terminated=torch.tensor(terminated), truncated=torch.tensor(truncated), next_state=torch.zeros(n, 2),
+    )
+
+
+def constant_heads(net, *biases):
+    """Makes every head of a Q network output the constant Q values `biases[i]`."""
+    with torch.no_grad():
+        for head, bias in zip(net.heads, biases):
+            head.weight.zero_()
+            head.bias.copy_(torch.tensor(bias))
+
+
+def test_truncated_transition_bootstraps_and_terminated_does_not():
+    agent = AgentDQN()
+    agent.init(8, 2, 2, gamma=0.9, reward_scale=2.0)
+    batch = batch_of(terminated=[True, False, False], truncated=[False, True, False])
+    next_q = torch.tensor([5.0, 5.0, 5.0])
+    label = agent.q_label(batch, next_q)
+    assert label.tolist() == pytest.approx([2.0, 2.0 + 0.9 * 5.0, 2.0 + 0.9 * 5.0])
+
+
+def test_twin_target_takes_the_smaller_head_and_respects_termination():
+    agent = AgentDoubleDQN()
+    agent.init(8, 2, 2, gamma=0.9)
+    constant_heads(agent.critic_target, [3.0, 5.0], [4.0, 2.0])  # min over heads [3, 2] -> max 3
+    constant_heads(agent.critic, [0.0, 0.0], [0.0, 0.0])
+    obj_critic, q_value = agent.get_obj_critic(batch_of(terminated=[True, False], truncated=[False, True]))
+    # labels [1, 1 + 0.9*3 = 3.7]; Huber(0, L) = L - 0.5 for L >= 1; mean per head, summed over 2 heads
+    assert obj_critic.item() == pytest.approx(2 * np.mean([0.5, 3.2]))
+    assert q_value.tolist() == [0.0, 0.0]
+
+
+def test_explore_env_pairs_each_state_with_its_own_next_state_across_episode_ends():
+    env = PreprocessEnv(gym.make("CartPole-v1", max_episode_steps=10))  # truncates every 10 steps unless it falls
+    agent = AgentDQN()
+    agent.init(16, env.state_dim, env.action_dim)
+    agent.last_state, _ = env.reset(seed=0)
+    rollout = agent.explore_env(env, 60)
+    assert rollout.state.shape == (60, 1, 4) and rollout.action.shape == (60, 1, 1) and rollout.reward.shape == (60, 1)
+    assert rollout.action.dtype == torch.int64 and rollout.terminated.dtype == torch.bool
+    done = (rollout.terminated | rollout.truncated)[:, 0]
+    assert rollout.truncated.any()
+    for t in range(59):
+        continues = torch.equal(rollout.state[t + 1], rollout.next_state[t])
+        assert continues != bool(done[t])  # after an episode end the next state is a reset, never the final obs
+    assert agent.total_steps == 60 and np.array_equal(agent.last_state, rollout.next_state[-1, 0].numpy()) != bool(done[-1])
+
+
+def test_explore_rate_decays_on_schedule():
+    agent = AgentDQN(explore_rate=(1.0, 0.1), explore_decay_steps=100)
+    agent.init(8, 2, 2)
+    assert agent.explore_rate == 1.0
+    agent.total_steps = 50
+    assert agent.explore_rate == pytest.approx(0.55)
+    agent.total_steps = 1000
+    assert agent.explore_rate == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="explore_rate"):
+        AgentDQN(explore_rate=(0.1, 0.5))
+
+
+@pytest.mark.parametrize("agent_class", [AgentDQN, AgentDuelingDQN, AgentDoubleDQN, AgentD3QN])
+def test_act_is_greedy_for_one_state_and_for_a_batch(agent_class):
+    agent = agent_class()
+    agent.init(16, 4, 3)
+    states = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    actions = agent.act(states)
+    assert actions.shape == (5,)
+    assert np.array_equal(actions, agent.critic(torch.as_tensor(states)).argmax(dim=1).numpy())
+    assert agent.act(states[0]) == actions[0]
+
+
+def test_update_net_uses_each_transition_repeat_times_on_average():
+    agent = AgentDQN()
+    agent.init(16, 4, 2, batch_size=32, repeat_times=4.0)
+    env = PreprocessEnv("CartPole-v1")
+    agent.last_state, _ = env.reset(seed=0)
+    buffer = ReplayBuffer(1000, 4, 2, True)
+    steps = []
+    original = agent.update_step
+    agent.update_step = lambda buf: steps.append(1) or original(buf)
+    for _ in range(3):
+        buffer.extend(agent.explore_env(env, 20, if_random=True))
+        logs = agent.update_net(buffer)
+    assert len(steps) == int(60 * 4 / 32)  # 7.5 -> 7, the half step carried over
+    assert set(logs) == {"obj_critic", "q_value", "explore_rate"} and all(np.isfinite(list(logs.values())))
+
+
+def test_save_and_load_round_trip(tmp_path):
+    env = PreprocessEnv("CartPole-v1")
+    agent = AgentD3QN()
+    agent.init(16, 4, 2, batch_size=16)
+    agent.last_state, _ = env.reset(seed=0)
+    buffer = ReplayBuffer(1000, 4, 2, True)
+    buffer.extend(agent.explore_env(env, 200, if_random=True))
+    agent.update_net(buffer)  # moves the weights and the optimizer's state away from their initial values
+    agent.save_or_load_agent(str(tmp_path), if_save=True)
+
+    loaded = AgentD3QN()
+    loaded.init(16, 4, 2)
+    states = np.random.default_rng(1).normal(size=(64, 4)).astype(np.float32)
+    assert not torch.equal(loaded.critic(torch.as_tensor(states)), agent.critic(torch.as_tensor(states)))
+    loaded.save_or_load_agent(str(tmp_path), if_save=False)
+    for name in ("critic", "critic_target"):
+        for a, b in zip(getattr(agent, name).parameters(), getattr(loaded, name).parameters()):
+            assert torch.equal(a, b)
+    assert np.array_equal(loaded.act(states), agent.act(states))
+    assert loaded.total_steps == agent.total_steps == 200
+    assert loaded.critic_optimizer.state_dict()["state"].keys() == agent.critic_optimizer.state_dict()["state"].keys()
+
+    with pytest.raises(FileNotFoundError, match="no saved agent"):
+        loaded.save_or_load_agent(str(tmp_path / "missing"), if_save=False)

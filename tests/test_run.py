@@ -1,0 +1,161 @@
+"""Arguments validation, train_and_evaluate, the Evaluator's files, NaN handling and the CLI."""
+
+import csv
+import os
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from elegantrl.agent import AgentD3QN, AgentDQN
+from elegantrl.env import PreprocessEnv
+from elegantrl.run import Arguments, train_and_evaluate
+
+TINY = dict(net_dim=16, batch_size=32, target_step=32, warmup_steps=64, eval_gap=128, eval_times1=2, eval_times2=1,
+            break_step=512, if_print=False)
+
+
+def read_record(cwd):
+    with open(os.path.join(cwd, "recorder.csv")) as file:
+        return list(csv.DictReader(file))
+
+
+def test_agent_class_is_accepted_and_defaults_are_filled(tmp_path):
+    args = Arguments(agent=AgentD3QN, env="CartPole-v1", cwd=str(tmp_path / "run"))
+    args.init_before_training()
+    assert isinstance(args.agent, AgentD3QN) and isinstance(args.env, PreprocessEnv)
+    assert args.net_dim == AgentD3QN.arg_defaults["net_dim"] and args.target_return == 475.0
+    assert args.if_on_policy is False and os.path.isdir(args.cwd)
+
+
+@pytest.mark.parametrize(
+    "changes, error, message",
+    [
+        (dict(agent=None), ValueError, "agent is not set"),
+        (dict(agent="D3QN"), TypeError, "elegantrl agent"),
+        (dict(env=None), ValueError, "env is not set"),
+        (dict(env=42), TypeError, "Gym-API env"),
+        (dict(env="CartPole-v9"), ValueError, "CartPole-v1"),
+        (dict(net_dim="64"), TypeError, "net_dim must be int"),
+        (dict(net_dim=64.0), TypeError, "net_dim must be int"),
+        (dict(if_allow_break=1), TypeError, "if_allow_break must be bool"),
+        (dict(batch_size=0), ValueError, "batch_size must be positive"),
+        (dict(learning_rate=-1e-3), ValueError, "learning_rate must be positive"),
+        (dict(gamma=1.5), ValueError, "gamma"),
+        (dict(batch_size=512, max_memo=256), ValueError, "exceeds max_memo"),
+        (dict(if_on_policy=True), ValueError, "off-policy"),
+        (dict(env="Pendulum-v1"), ValueError, "needs a discrete action space.*Pendulum-v1 has Box"),
+    ],
+)
+def test_arguments_errors_name_the_fix(tmp_path, changes, error, message):
+    fields = dict(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path / "run"))
+    with pytest.raises(error, match=message):
+        Arguments(**{**fields, **changes}).init_before_training()
+
+
+def test_discrete_agent_error_lists_the_agents_that_fit(tmp_path):
+    with pytest.raises(ValueError, match="AgentDQN") as info:
+        Arguments(agent=AgentDQN(), env="Pendulum-v1", cwd=str(tmp_path)).init_before_training()
+    assert "AgentDQN" not in str(info.value).split("use one of:")[1]  # DQN does not fit a Box env
+
+
+def test_existing_run_folder_is_kept_unless_if_remove(tmp_path):
+    cwd = tmp_path / "run"
+    cwd.mkdir()
+    (cwd / "actor.pth").write_bytes(b"an earlier run")
+    with pytest.raises(FileExistsError, match="if_remove"):
+        Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(cwd)).init_before_training()
+    assert (cwd / "actor.pth").read_bytes() == b"an earlier run"
+    Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(cwd), if_remove=True).init_before_training()
+    assert os.listdir(cwd) == []
+
+
+def test_default_run_folder_never_overwrites_an_earlier_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    first = Arguments(agent=AgentDQN(), env="CartPole-v1", random_seed=3)
+    first.init_before_training()
+    assert first.cwd == os.path.join("runs", "CartPole-v1_DQN_3")
+    open(os.path.join(first.cwd, "recorder.csv"), "w").close()
+    second = Arguments(agent=AgentDQN(), env="CartPole-v1", random_seed=3)
+    second.init_before_training()
+    assert second.cwd == os.path.join("runs", "CartPole-v1_DQN_3-2")
+
+
+def test_train_and_evaluate_writes_the_run_folder(tmp_path):
+    args = Arguments(agent=AgentD3QN(), env=PreprocessEnv(gym.make("CartPole-v1")), cwd=str(tmp_path / "run"), **TINY)
+    agent = train_and_evaluate(args)
+    assert {"actor.pth", "agent.pth", "recorder.csv", "learning_curve.png"} <= set(os.listdir(args.cwd))
+    rows = read_record(args.cwd)
+    assert [int(r["step"]) for r in rows] == [128, 256, 384, 512]  # a fixed cadence in env steps
+    assert {"seconds", "return_mean", "return_std", "best_return", "obj_critic", "q_value", "explore_rate"} <= set(rows[0])
+    best = max(float(r["return_mean"]) for r in rows)
+    assert float(rows[-1]["best_return"]) == pytest.approx(best)
+    # the returned agent acts with the best actor, which is the one on disk
+    saved = torch.load(os.path.join(args.cwd, "actor.pth"), weights_only=True)
+    assert all(torch.equal(saved[k], v) for k, v in agent.actor.state_dict().items())
+    assert open(os.path.join(args.cwd, "learning_curve.png"), "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_same_seed_gives_the_same_record(tmp_path):
+    def run(seed, name):
+        args = Arguments(agent=AgentD3QN(), env="CartPole-v1", random_seed=seed, cwd=str(tmp_path / name), **TINY)
+        train_and_evaluate(args)
+        return [(r["step"], r["return_mean"], r["obj_critic"], r["q_value"]) for r in read_record(args.cwd)]
+
+    first, second, other = run(1, "a"), run(1, "b"), run(2, "c")
+    assert first == second
+    assert first != other
+
+
+class NaNRewardAfter(gym.Wrapper):
+    """A faulty env: the reward becomes NaN from global step `bad_step` on."""
+
+    def __init__(self, env, bad_step):
+        super().__init__(env)
+        self.bad_step, self.steps = bad_step, 0
+
+    def step(self, action):
+        state, reward, terminated, truncated, info = self.env.step(action)
+        self.steps += 1
+        return state, (np.nan if self.steps >= self.bad_step else reward), terminated, truncated, info
+
+
+def test_nan_from_the_env_stops_with_the_step_and_keeps_the_best_actor(tmp_path):
+    env = PreprocessEnv(NaNRewardAfter(gym.make("CartPole-v1"), bad_step=300))
+    eval_env = PreprocessEnv("CartPole-v1")
+    args = Arguments(agent=AgentDQN(), env=env, eval_env=eval_env, cwd=str(tmp_path / "run"), **TINY)
+    with pytest.raises(FloatingPointError, match="env step 300"):
+        train_and_evaluate(args)
+    assert os.path.isfile(os.path.join(args.cwd, "actor.pth"))
+    assert [r["step"] for r in read_record(args.cwd)] == ["128", "256"]
+
+
+def run_cli(*flags, cwd):
+    return subprocess.run([sys.executable, "-m", "elegantrl", *flags], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_cli_help_lists_agents_and_options(tmp_path):
+    result = run_cli("--help", cwd=tmp_path)
+    assert result.returncode == 0
+    for word in ("D3QN", "DoubleDQN", "DuelingDQN", "--break-step", "--seed", "--net-dim", "--env"):
+        assert word in result.stdout
+
+
+def test_cli_tiny_run_writes_csv_png_and_actor(tmp_path):
+    result = run_cli("--agent", "DoubleDQN", "--env", "CartPole-v1", "--seed", "3", "--break-step", "256",
+                     "--eval-gap", "128", "--warmup-steps", "64", "--eval-times1", "2", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    run_folder = tmp_path / "runs" / "CartPole-v1_DoubleDQN_3"
+    assert {"actor.pth", "recorder.csv", "learning_curve.png"} <= set(os.listdir(run_folder))
+    assert "return (mean ± std)" in result.stdout and "       256" in result.stdout
+
+
+def test_cli_bad_input_is_one_clear_line(tmp_path):
+    result = run_cli("--env", "Pendulum-v1", "--break-step", "100", cwd=tmp_path)
+    assert result.returncode == 2 and "needs a discrete action space" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = run_cli("--env", "CartPol-v1", cwd=tmp_path)
+    assert result.returncode == 2 and "CartPole-v1" in result.stderr
