@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from elegantrl.net import QNet, QNetDuel, QNetTwin, QNetTwinDuel
+from elegantrl.net import Actor, ActorSAC, Critic, CriticTwin, InterSPG, QNet, QNetDuel, QNetTwin, QNetTwinDuel, frozen
 from elegantrl.replay import ReplayBuffer, Transitions
 
 
@@ -32,6 +32,7 @@ class AgentBase:
             critic, as for DQN, whose greedy policy is the argmax of its Q network).
         if_discrete: the action space the agent fits (True discrete, False continuous).
         if_off_policy: whether it learns from a replay buffer of old transitions.
+        actor_update_gap: critic steps per actor step (TD3's policy delay; 1 for most agents).
         arg_defaults: the family's tuned defaults for `Arguments` fields left as None.
     """
 
@@ -39,6 +40,7 @@ class AgentBase:
     ClassAct: type[nn.Module] | None = None
     if_discrete: bool = True
     if_off_policy: bool = True
+    actor_update_gap: int = 1
     arg_defaults: dict[str, Any] = {}
 
     def init(
@@ -62,11 +64,13 @@ class AgentBase:
         self.total_steps = 0  # env steps explored so far
         self.last_state: np.ndarray | None = None  # where the next rollout continues
         self._update_credit = 0.0  # fractional gradient steps carried to the next update_net
+        self.update_count = 0  # critic gradient steps so far
 
         self.critic = self.ClassCri(net_dim, state_dim, action_dim).to(self.device)
         self.critic_target = self._frozen_copy(self.critic)
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), learning_rate)
-        if self.ClassAct is None:
+        self.actor_target: nn.Module | None = None  # for agents whose TD target uses a target actor
+        if self.ClassAct is None:  # the critic acts too: DQN's greedy policy, InterSAC's shared net
             self.actor = self.critic
         else:
             self.actor = self.ClassAct(net_dim, state_dim, action_dim).to(self.device)
@@ -143,22 +147,51 @@ class AgentBase:
         update_times = int(self._update_credit)
         self._update_credit -= update_times
         sums: dict[str, torch.Tensor] = {}
+        counts: dict[str, int] = {}
         for _ in range(update_times):
             for name, value in self.update_step(buffer).items():
                 sums[name] = sums.get(name, 0.0) + value.detach()
-        return {name: float(value) / update_times for name, value in sums.items()}
+                counts[name] = counts.get(name, 0) + 1
+        return {name: float(value) / counts[name] for name, value in sums.items()}
 
     def update_step(self, buffer: ReplayBuffer) -> dict[str, torch.Tensor]:
-        """One gradient step on the critic (and, for actor-critic agents, the actor)."""
+        """One gradient step on the critic and, every `actor_update_gap` steps, one on the actor."""
         batch = buffer.sample_batch(self.batch_size)
         obj_critic, q_value = self.get_obj_critic(batch)
         self.optimizer_update(self.critic_optimizer, obj_critic)
         self.soft_update(self.critic_target, self.critic, self.soft_update_tau)
-        return {"obj_critic": obj_critic, "q_value": q_value.mean()}
+        logs = {"obj_critic": obj_critic, "q_value": q_value.mean()}
+        self.update_count += 1
+        if self.actor is not self.critic and self.update_count % self.actor_update_gap == 0:
+            logs["obj_actor"] = self.get_obj_actor(batch)
+            self.optimizer_update(self.actor_optimizer, logs["obj_actor"])
+            if self.actor_target is not None:
+                self.soft_update(self.actor_target, self.actor, self.soft_update_tau)
+        return logs
 
     def get_obj_critic(self, batch: Transitions) -> tuple[torch.Tensor, torch.Tensor]:
-        """The critic's loss on `batch` and its Q estimates; overridden per family."""
+        """The critic's loss on `batch` (summed over its Q heads) and the first head's Q estimates."""
+        with torch.no_grad():
+            q_label = self.q_label(batch, self.get_next_q(batch.next_state))
+        q_values = self.get_q_values(batch.state, batch.action)
+        return sum(self.criterion(q, q_label) for q in q_values), q_values[0]
+
+    def get_next_q(self, next_state: torch.Tensor) -> torch.Tensor:
+        """The value of the next state that the TD target bootstraps from, (batch,); per family."""
         raise NotImplementedError
+
+    def get_q_values(self, state: torch.Tensor, action: torch.Tensor) -> list[torch.Tensor]:
+        """Q(state, action) of every critic head, each (batch,)."""
+        return self.critic.get_q_heads(state, action)
+
+    def get_obj_actor(self, batch: Transitions) -> torch.Tensor:
+        """The actor's loss on `batch`; per family (agents whose critic acts have none)."""
+        raise NotImplementedError
+
+    def q_for_actor(self, state: torch.Tensor, action: torch.Tensor) -> list[torch.Tensor]:
+        """Q heads for the actor's objective: gradients reach the action, not the critic's weights."""
+        with frozen(self.critic):
+            return self.critic.get_q_heads(state, action)
 
     def q_label(self, batch: Transitions, next_q: torch.Tensor) -> torch.Tensor:
         """The TD target r + γ·Q(s'): zero future value only after a true terminal state.
@@ -236,14 +269,12 @@ class AgentDQN(AgentBase):
         explore = torch.rand(action.shape, device=self.device) < self.explore_rate
         return torch.where(explore, torch.randint_like(action, self.action_dim), action)
 
-    def get_obj_critic(self, batch: Transitions) -> tuple[torch.Tensor, torch.Tensor]:
+    def get_next_q(self, next_state: torch.Tensor) -> torch.Tensor:
         # With several heads (QNetTwin) the target takes the smaller estimate (clipped double Q).
-        with torch.no_grad():
-            next_q = functools.reduce(torch.min, self.critic_target.get_q_heads(batch.next_state)).max(dim=1).values
-            q_label = self.q_label(batch, next_q)
-        q_values = [q.gather(1, batch.action).squeeze(1) for q in self.critic.get_q_heads(batch.state)]
-        obj_critic = sum(self.criterion(q, q_label) for q in q_values)
-        return obj_critic, q_values[0]
+        return functools.reduce(torch.min, self.critic_target.get_q_heads(next_state)).max(dim=1).values
+
+    def get_q_values(self, state: torch.Tensor, action: torch.Tensor) -> list[torch.Tensor]:
+        return [q.gather(1, action).squeeze(1) for q in self.critic.get_q_heads(state)]
 
     def update_net(self, buffer: ReplayBuffer) -> dict[str, float]:
         return {**super().update_net(buffer), "explore_rate": self.explore_rate}
@@ -265,3 +296,160 @@ class AgentD3QN(AgentDoubleDQN):
     """Dueling double DQN: two dueling Q heads on one encoder."""
 
     ClassCri = QNetTwinDuel
+
+
+class AgentDDPG(AgentBase):
+    """DDPG (Lillicrap et al., 2016): a deterministic actor trained through the critic.
+
+    Args:
+        explore_noise: standard deviation of the exploration noise, in the [-1, 1] action units.
+        if_ou_noise: Ornstein-Uhlenbeck (time-correlated) noise instead of Gaussian noise.
+    """
+
+    ClassCri = Critic
+    ClassAct = Actor
+    if_discrete = False
+    arg_defaults = dict(
+        net_dim=128, batch_size=256, repeat_times=128.0, target_step=64, max_memo=2**20,
+        learning_rate=1e-3, soft_update_tau=5e-3, warmup_steps=1000, eval_gap=1000,
+    )
+
+    def __init__(self, explore_noise: float = 0.1, if_ou_noise: bool = False):
+        self.explore_noise, self.if_ou_noise = explore_noise, if_ou_noise
+
+    def init(self, *args: Any, **kwargs: Any) -> None:
+        super().init(*args, **kwargs)
+        self.actor_target = self._frozen_copy(self.actor)
+        self.ou_state = torch.zeros(self.action_dim, device=self.device)
+
+    def select_action(self, state: torch.Tensor) -> torch.Tensor:
+        action = self.actor(state)
+        if self.if_ou_noise:  # dx = -θx dt + σ dW with θ = 0.15: noise that drifts back to zero
+            self.ou_state += -0.15 * self.ou_state + self.explore_noise * torch.randn_like(self.ou_state)
+            noise = self.ou_state
+        else:
+            noise = self.explore_noise * torch.randn_like(action)
+        return (action + noise).clamp(-1.0, 1.0)
+
+    def target_action(self, next_state: torch.Tensor) -> torch.Tensor:
+        """The action whose value the TD target bootstraps from."""
+        return self.actor_target(next_state)
+
+    def get_next_q(self, next_state: torch.Tensor) -> torch.Tensor:
+        next_q_heads = self.critic_target.get_q_heads(next_state, self.target_action(next_state))
+        return functools.reduce(torch.min, next_q_heads)
+
+    def get_obj_actor(self, batch: Transitions) -> torch.Tensor:
+        return -self.q_for_actor(batch.state, self.actor(batch.state))[0].mean()
+
+
+class AgentTD3(AgentDDPG):
+    """TD3 (Fujimoto et al., 2018): twin critics, target policy smoothing, delayed actor updates.
+
+    Args:
+        explore_noise: standard deviation of the Gaussian exploration noise.
+        policy_noise, noise_clip: the smoothing noise added to the target action, and its clip.
+        actor_update_gap: critic steps per actor step (the policy delay).
+    """
+
+    ClassCri = CriticTwin
+
+    def __init__(self, explore_noise: float = 0.1, policy_noise: float = 0.2, noise_clip: float = 0.5, actor_update_gap: int = 2):
+        super().__init__(explore_noise)
+        self.policy_noise, self.noise_clip, self.actor_update_gap = policy_noise, noise_clip, actor_update_gap
+
+    def target_action(self, next_state: torch.Tensor) -> torch.Tensor:
+        action = self.actor_target(next_state)
+        noise = (torch.randn_like(action) * self.policy_noise).clamp(-self.noise_clip, self.noise_clip)
+        return (action + noise).clamp(-1.0, 1.0)
+
+
+class AgentSAC(AgentBase):
+    """Soft Actor-Critic (Haarnoja et al., 2018) with a learned entropy temperature alpha.
+
+    Args:
+        target_entropy: the policy entropy alpha steers toward; by default -action_dim.
+    """
+
+    ClassCri = CriticTwin
+    ClassAct = ActorSAC
+    if_discrete = False
+    arg_defaults = AgentDDPG.arg_defaults
+
+    def __init__(self, target_entropy: float | None = None):
+        self.target_entropy = target_entropy
+
+    def init(self, *args: Any, **kwargs: Any) -> None:
+        super().init(*args, **kwargs)
+        if self.target_entropy is None:
+            self.target_entropy = -float(self.action_dim)
+        self.log_alpha = torch.zeros((), device=self.device, requires_grad=True)
+        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], self.critic_optimizer.defaults["lr"])
+
+    @property
+    def alpha(self) -> torch.Tensor:
+        """The entropy temperature, as a tensor outside the autograd graph."""
+        return self.log_alpha.detach().exp()
+
+    def select_action(self, state: torch.Tensor) -> torch.Tensor:
+        return self.actor.get_action_logprob(state)[0]
+
+    def get_next_q(self, next_state: torch.Tensor) -> torch.Tensor:
+        next_action, next_log_prob = self.actor.get_action_logprob(next_state)
+        next_q = functools.reduce(torch.min, self.critic_target.get_q_heads(next_state, next_action))
+        return next_q - self.alpha * next_log_prob  # the soft value: entropy is part of the return
+
+    def get_obj_actor(self, batch: Transitions) -> torch.Tensor:
+        action, log_prob = self.actor.get_action_logprob(batch.state)
+        obj_alpha = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
+        self.optimizer_update(self.alpha_optimizer, obj_alpha)
+        q_value = functools.reduce(torch.min, self.q_for_actor(batch.state, action))
+        return (self.alpha * log_prob - q_value).mean()
+
+    def update_net(self, buffer: ReplayBuffer) -> dict[str, float]:
+        return {**super().update_net(buffer), "alpha": float(self.alpha)}
+
+
+class AgentModSAC(AgentSAC):
+    """The original ElegantRL's modified SAC: the actor learns as far as the critic can be trusted.
+
+    The actor's objective is weighted by a reliability in (0, 1], exp(-e²), where e is a running
+    mean of the critic's loss relative to the size of its Q values: an actor that climbs an
+    ill-fitted critic only climbs its errors. The actor also takes one step per
+    `actor_update_gap` critic steps, so the critic learns on the faster time scale.
+    """
+
+    def __init__(self, target_entropy: float | None = None, actor_update_gap: int = 2):
+        super().__init__(target_entropy)
+        self.actor_update_gap = actor_update_gap
+
+    def init(self, *args: Any, **kwargs: Any) -> None:
+        super().init(*args, **kwargs)
+        self.critic_error = torch.ones((), device=self.device)  # untrusted until the critic fits
+
+    def get_obj_critic(self, batch: Transitions) -> tuple[torch.Tensor, torch.Tensor]:
+        obj_critic, q_value = super().get_obj_critic(batch)
+        relative_error = obj_critic.detach() / (q_value.detach().abs().mean() + 1.0)
+        self.critic_error.lerp_(relative_error, 0.01)
+        return obj_critic, q_value
+
+    def get_obj_actor(self, batch: Transitions) -> torch.Tensor:
+        return super().get_obj_actor(batch) * torch.exp(-self.critic_error.square())
+
+
+class AgentInterSAC(AgentSAC):
+    """SAC whose actor and twin critics share one state encoder and learn with one optimizer."""
+
+    ClassCri = InterSPG
+    ClassAct = None  # the shared network acts too
+
+    def update_step(self, buffer: ReplayBuffer) -> dict[str, torch.Tensor]:
+        batch = buffer.sample_batch(self.batch_size)
+        obj_critic, q_value = self.get_obj_critic(batch)
+        obj_actor = self.get_obj_actor(batch)
+        self.optimizer_update(self.critic_optimizer, obj_critic + obj_actor)
+        self.soft_update(self.critic_target, self.critic, self.soft_update_tau)
+        return {"obj_critic": obj_critic, "q_value": q_value.mean(), "obj_actor": obj_actor}
+
+    def q_for_actor(self, state: torch.Tensor, action: torch.Tensor) -> list[torch.Tensor]:
+        return self.critic.get_q_heads(state, action, if_actor_objective=True)

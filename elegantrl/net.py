@@ -6,7 +6,9 @@ batch of states of shape ``(batch, state_dim)``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import math
+from collections.abc import Iterator, Sequence
 
 import torch
 from torch import nn
@@ -24,6 +26,19 @@ def build_mlp(dims: Sequence[int], activation: type[nn.Module] = nn.ReLU, if_raw
     if if_raw_out:
         layers.pop()
     return nn.Sequential(*layers)
+
+
+@contextlib.contextmanager
+def frozen(net: nn.Module) -> Iterator[None]:
+    """Lets gradients flow through `net` to its inputs without computing them for its weights."""
+    params = [param for param in net.parameters() if param.requires_grad]
+    for param in params:
+        param.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for param in params:
+            param.requires_grad_(True)
 
 
 class DuelHead(nn.Module):
@@ -75,3 +90,111 @@ class QNetTwinDuel(QNetTwin):
     """QNetTwin with dueling heads."""
 
     Head = DuelHead
+
+
+class Actor(nn.Module):
+    """Deterministic policy: ``forward(state) -> action`` in [-1, 1] (tanh-bounded)."""
+
+    def __init__(self, net_dim: int, state_dim: int, action_dim: int):
+        super().__init__()
+        self.net = build_mlp([state_dim, net_dim, net_dim, action_dim])
+
+    def forward(self, state: torch.Tensor) -> torch.Tensor:
+        return self.net(state).tanh()
+
+
+class ActorSAC(nn.Module):
+    """Tanh-squashed Gaussian policy; ``forward(state)`` is its deterministic action tanh(mean)."""
+
+    def __init__(self, net_dim: int, state_dim: int, action_dim: int):
+        super().__init__()
+        self.encoder = build_mlp([state_dim, net_dim, net_dim], if_raw_out=False)
+        self.head = GaussianHead(net_dim, action_dim)
+
+    def forward(self, state: torch.Tensor) -> torch.Tensor:
+        return self.head(self.encoder(state))
+
+    def get_action_logprob(self, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A sampled action (batch, action_dim) and its log-probability (batch,)."""
+        return self.head.sample(self.encoder(state))
+
+
+class GaussianHead(nn.Module):
+    """Mean and log-std of a Gaussian whose samples are squashed into [-1, 1] by tanh."""
+
+    def __init__(self, net_dim: int, action_dim: int):
+        super().__init__()
+        self.mean_log_std = nn.Linear(net_dim, action_dim * 2)
+
+    def forward(self, feature: torch.Tensor) -> torch.Tensor:
+        return self.mean_log_std(feature).chunk(2, dim=1)[0].tanh()
+
+    def sample(self, feature: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mean, log_std = self.mean_log_std(feature).chunk(2, dim=1)
+        log_std = log_std.clamp(-16.0, 2.0)
+        noise = torch.randn_like(mean)
+        u = mean + log_std.exp() * noise
+        # log N(u; mean, std) minus the log-Jacobian of tanh, log(1 - tanh(u)^2), written in a
+        # form that stays finite when |u| is large: 2 * (log 2 - u - softplus(-2u)).
+        log_prob = -0.5 * noise.pow(2) - log_std - 0.5 * math.log(2 * math.pi)
+        log_prob = log_prob - 2.0 * (math.log(2.0) - u - nn.functional.softplus(-2.0 * u))
+        return u.tanh(), log_prob.sum(dim=1)
+
+
+class Critic(nn.Module):
+    """Q network for continuous actions: ``forward(state, action) -> Q`` of shape (batch,)."""
+
+    num_nets = 1
+
+    def __init__(self, net_dim: int, state_dim: int, action_dim: int):
+        super().__init__()
+        self.nets = nn.ModuleList(build_mlp([state_dim + action_dim, net_dim, net_dim, 1]) for _ in range(self.num_nets))
+
+    def forward(self, state: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        return self.nets[0](torch.cat((state, action), dim=1)).squeeze(1)
+
+    def get_q_heads(self, state: torch.Tensor, action: torch.Tensor) -> list[torch.Tensor]:
+        """Q(state, action) of every network, each (batch,)."""
+        state_action = torch.cat((state, action), dim=1)
+        return [net(state_action).squeeze(1) for net in self.nets]
+
+
+class CriticTwin(Critic):
+    """Two independent Q networks, for clipped double Q-learning (TD3, SAC)."""
+
+    num_nets = 2
+
+
+class InterSPG(nn.Module):
+    """SAC's actor and twin critics on one shared state encoder (the original's InterSAC network).
+
+    ``forward(state)`` is the deterministic action, ``get_action_logprob`` samples the policy, and
+    ``get_q_heads(state, action)`` gives both Q values from the shared state feature.
+    """
+
+    def __init__(self, net_dim: int, state_dim: int, action_dim: int):
+        super().__init__()
+        self.encoder = build_mlp([state_dim, net_dim, net_dim], if_raw_out=False)
+        self.actor_head = GaussianHead(net_dim, action_dim)
+        self.q_nets = nn.ModuleList(build_mlp([net_dim + action_dim, net_dim, 1]) for _ in range(2))
+
+    def forward(self, state: torch.Tensor) -> torch.Tensor:
+        return self.actor_head(self.encoder(state))
+
+    def get_action_logprob(self, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A sampled action (batch, action_dim) and its log-probability (batch,)."""
+        return self.actor_head.sample(self.encoder(state))
+
+    def get_q_heads(self, state: torch.Tensor, action: torch.Tensor, if_actor_objective: bool = False) -> list[torch.Tensor]:
+        """Q(state, action) of both heads, each (batch,).
+
+        For the actor's objective the gradient must reach only the action: the state feature is
+        detached and the Q heads' weights get no gradient, so the actor cannot "improve" by
+        reshaping the critic.
+        """
+        feature = self.encoder(state)
+        if not if_actor_objective:
+            return [net(torch.cat((feature, action), dim=1)).squeeze(1) for net in self.q_nets]
+        feature_action = torch.cat((feature.detach(), action), dim=1)
+        with frozen(self.q_nets):
+            return [net(feature_action).squeeze(1) for net in self.q_nets]
