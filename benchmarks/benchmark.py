@@ -17,6 +17,7 @@ run). See benchmarks/README.md for the protocol and how to add a row.
 from __future__ import annotations
 
 import argparse
+import copy
 import csv
 import datetime
 import json
@@ -36,8 +37,12 @@ import gymnasium as gym
 import numpy as np
 import stable_baselines3
 import torch
+import torch.nn.functional as F
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.noise import NormalActionNoise
+from stable_baselines3.common.utils import LinearSchedule
+from torch import nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SB3 = "sb3"
@@ -92,6 +97,64 @@ def zoo_dqn_cartpole(budget: int) -> dict[str, Any]:
     )
 
 
+def zoo_sac_pendulum(budget: int) -> dict[str, Any]:
+    """SB3 SAC on Pendulum-v1 as rl-baselines3-zoo tunes it (hyperparams/sac.yml, n_timesteps 2e4).
+
+    The zoo sets only the learning rate; everything else is SB3's default (see the row's note).
+    """
+    return dict(policy="MlpPolicy", learning_rate=1e-3)
+
+
+def zoo_sac_lunarlandercontinuous(budget: int) -> dict[str, Any]:
+    """SB3 SAC on LunarLanderContinuous as rl-baselines3-zoo tunes it (hyperparams/sac.yml, n_timesteps 5e5).
+
+    The zoo's ``lin_7.3e-4`` decays the learning rate linearly to 0 over its 5e5 steps. SB3 feeds
+    schedules the fraction of *our* budget left, so we stretch the line by 5e5 / budget: the rate at
+    env step t is 7.3e-4 × (1 - t / 5e5) whatever the budget, as in the zoo's own run.
+    """
+    zoo_timesteps = 500_000
+    return dict(
+        policy="MlpPolicy",
+        batch_size=256,
+        learning_rate=LinearSchedule(start=7.3e-4, end=0.0, end_fraction=zoo_timesteps / budget),
+        buffer_size=1_000_000,
+        ent_coef="auto",
+        gamma=0.99,
+        tau=0.01,
+        train_freq=1,
+        gradient_steps=1,
+        learning_starts=10_000,
+        policy_kwargs=dict(net_arch=[400, 300]),
+    )
+
+
+def zoo_td3(budget: int) -> dict[str, Any]:
+    """SB3 TD3 as rl-baselines3-zoo tunes it for Pendulum-v1 and LunarLanderContinuous (hyperparams/td3.yml).
+
+    Both entries are the same (n_timesteps 2e4 and 3e5; no schedule depends on it).
+    ``noise_type``/``noise_std`` are the zoo's keys; `train_sb3` turns them into the action noise.
+    """
+    return dict(
+        policy="MlpPolicy",
+        gamma=0.98,
+        buffer_size=200_000,
+        learning_starts=10_000,
+        noise_type="normal",
+        noise_std=0.1,
+        gradient_steps=1,
+        train_freq=1,
+        learning_rate=1e-3,
+        policy_kwargs=dict(net_arch=[400, 300]),
+    )
+
+
+SAC_DEFAULTS_NOTE = ("SB3 defaults for the rest: buffer_size=1e6, batch_size=256, learning_starts=100, tau=0.005, "
+                     "gamma=0.99, train_freq=1, gradient_steps=1, ent_coef='auto', net_arch=[256, 256]")
+TD3_NOTE = ("zoo td3.yml as updated with SB3 2.3 (train_freq=1, gradient_steps=1; older zoo versions had "
+            "train_freq=(1, 'episode'), gradient_steps=-1: the same one gradient step per env step); "
+            "noise_type=normal, noise_std=0.1 is NormalActionNoise(0, 0.1) in SB3's [-1, 1] action units; "
+            "batch_size is SB3's default 256; the first 10,000 env steps are uniformly random (learning_starts)")
+
 ROWS: dict[str, Row] = {
     "dqn-cartpole": Row(
         env_id="CartPole-v1",
@@ -101,6 +164,45 @@ ROWS: dict[str, Row] = {
         sb3_hyperparams=zoo_dqn_cartpole,
         agents=("AgentDQN", "AgentDoubleDQN", "AgentDuelingDQN", "AgentD3QN"),
         sb3_note="exploration_fraction = 0.16 × 50,000 / budget: epsilon reaches 0.04 after 8,000 env steps, as in the zoo's 5e4-step run",
+    ),
+    "sac-pendulum": Row(
+        env_id="Pendulum-v1",
+        target=-200.0,
+        budget=30_000,
+        sb3_algo="SAC",
+        sb3_hyperparams=zoo_sac_pendulum,
+        agents=("AgentSAC", "AgentModSAC", "AgentInterSAC"),
+        sb3_note=SAC_DEFAULTS_NOTE + " (the zoo's entry sets only learning_rate)",
+    ),
+    "td3-pendulum": Row(
+        env_id="Pendulum-v1",
+        target=-200.0,
+        budget=30_000,
+        sb3_algo="TD3",
+        sb3_hyperparams=zoo_td3,
+        agents=("AgentTD3", "AgentDDPG"),
+        sb3_note=TD3_NOTE,
+    ),
+    "sac-lunarlandercontinuous": Row(
+        env_id="LunarLanderContinuous-v3",
+        target=200.0,
+        budget=300_000,
+        sb3_algo="SAC",
+        sb3_hyperparams=zoo_sac_lunarlandercontinuous,
+        agents=("AgentSAC",),
+        eval_gap=5000,
+        sb3_note="the zoo's LunarLanderContinuous entry (-v2 in the zoo's file, the same task as gymnasium's -v3); "
+                 "learning_rate lin_7.3e-4 kept in env steps: 7.3e-4 × (1 - t / 5e5), i.e. end_fraction = 5e5 / budget",
+    ),
+    "td3-lunarlandercontinuous": Row(
+        env_id="LunarLanderContinuous-v3",
+        target=200.0,
+        budget=300_000,
+        sb3_algo="TD3",
+        sb3_hyperparams=zoo_td3,
+        agents=("AgentTD3",),
+        eval_gap=5000,
+        sb3_note="the zoo's LunarLanderContinuous entry (-v2 in the zoo's file); " + TD3_NOTE,
     ),
 }
 
@@ -173,6 +275,11 @@ def train_sb3(job: Job, row: Row) -> None:
     """Trains the row's SB3 baseline and writes its evaluations to ``job.folder/recorder.csv``."""
     hyperparams = row.sb3_hyperparams(job.budget)
     env = make_vec_env(row.env_id, n_envs=hyperparams.pop("n_envs", 1), seed=job.seed)
+    if "noise_std" in hyperparams:  # the zoo's action-noise keys, built as the zoo builds them
+        if hyperparams.pop("noise_type") != "normal":
+            raise ValueError("only the zoo's noise_type 'normal' is supported here")
+        sigma = hyperparams.pop("noise_std") * np.ones(env.action_space.shape)
+        hyperparams["action_noise"] = NormalActionNoise(mean=np.zeros(env.action_space.shape), sigma=sigma)
     model = getattr(stable_baselines3, row.sb3_algo)(env=env, seed=job.seed, device="cpu", verbose=0, **hyperparams)
     callback = TargetCallback(row.env_id, row.target, job.budget, row.eval_gap, row.eval_episodes, job.seed)
     model.learn(total_timesteps=job.budget, callback=callback)
@@ -340,21 +447,195 @@ def run_row(name: str, seeds: list[int], budget: int | None, out: str, work_dir:
     return all(r["status"] != "error" for r in results)
 
 
+# ---- learner throughput: elegantrl's SAC update against a plain-PyTorch one ------------------
+
+
+class PlainSAC:
+    """The ceiling: SAC's gradient step written directly in torch, in one method, as in a single script.
+
+    The same arithmetic as one `AgentSAC` step: an actor MLP whose last layer gives the mean and
+    log-std of a tanh-squashed Gaussian, two independent Q MLPs with target copies, a learned
+    log-alpha, Adam everywhere, SmoothL1 critic losses, Polyak averaging with `tau`; batches are
+    drawn with ``torch.randint`` from preallocated tensors. No library around it.
+    """
+
+    def __init__(self, net_dim: int, data: dict[str, torch.Tensor], batch_size: int = 256, learning_rate: float = 1e-3,
+                 gamma: float = 0.99, tau: float = 5e-3):
+        """Builds the networks for the shapes of `data` (state, action, reward, undone, next_state tensors)."""
+        state_dim, action_dim = data["state"].shape[1], data["action"].shape[1]
+
+        def mlp(dim_in: int, dim_out: int) -> nn.Sequential:
+            return nn.Sequential(nn.Linear(dim_in, net_dim), nn.ReLU(), nn.Linear(net_dim, net_dim), nn.ReLU(), nn.Linear(net_dim, dim_out))
+
+        self.data, self.size = data, len(data["reward"])
+        self.batch_size, self.gamma, self.tau = batch_size, gamma, tau
+        self.actor = mlp(state_dim, 2 * action_dim)
+        self.q1, self.q2 = mlp(state_dim + action_dim, 1), mlp(state_dim + action_dim, 1)
+        self.q1_target, self.q2_target = copy.deepcopy(self.q1).requires_grad_(False), copy.deepcopy(self.q2).requires_grad_(False)
+        self.critic_params = [*self.q1.parameters(), *self.q2.parameters()]
+        self.target_params = [*self.q1_target.parameters(), *self.q2_target.parameters()]
+        self.log_alpha = torch.zeros((), requires_grad=True)
+        self.target_entropy = -float(action_dim)
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), learning_rate)
+        self.critic_optimizer = torch.optim.Adam(self.critic_params, learning_rate)
+        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], learning_rate)
+
+    def sample_action(self, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A tanh-squashed Gaussian action and its log-probability (with the tanh correction)."""
+        mean, log_std = self.actor(state).chunk(2, dim=1)
+        log_std = log_std.clamp(-16.0, 2.0)
+        noise = torch.randn_like(mean)
+        u = mean + log_std.exp() * noise
+        log_prob = -0.5 * noise.pow(2) - log_std - 0.5 * math.log(2 * math.pi) - 2.0 * (math.log(2.0) - u - F.softplus(-2.0 * u))
+        return u.tanh(), log_prob.sum(dim=1)
+
+    def update(self) -> None:
+        """One gradient step on the twin critics, then on the temperature and the actor."""
+        index = torch.randint(self.size, (self.batch_size,))
+        state, action, reward, undone, next_state = (self.data[key][index] for key in ("state", "action", "reward", "undone", "next_state"))
+        alpha = self.log_alpha.detach().exp()
+
+        with torch.no_grad():
+            next_action, next_log_prob = self.sample_action(next_state)
+            next_state_action = torch.cat((next_state, next_action), dim=1)
+            next_q = torch.min(self.q1_target(next_state_action), self.q2_target(next_state_action)).squeeze(1)
+            q_label = reward + undone * self.gamma * (next_q - alpha * next_log_prob)
+        state_action = torch.cat((state, action), dim=1)
+        critic_loss = F.smooth_l1_loss(self.q1(state_action).squeeze(1), q_label) + F.smooth_l1_loss(self.q2(state_action).squeeze(1), q_label)
+        self.critic_optimizer.zero_grad(set_to_none=True)
+        critic_loss.backward()
+        self.critic_optimizer.step()
+        with torch.no_grad():
+            for target, current in zip(self.target_params, self.critic_params):
+                target.lerp_(current, self.tau)
+
+        new_action, log_prob = self.sample_action(state)
+        alpha_loss = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
+        self.alpha_optimizer.zero_grad(set_to_none=True)
+        alpha_loss.backward()
+        self.alpha_optimizer.step()
+        for param in self.critic_params:  # the actor needs dQ/da only, not gradients for the critics' weights
+            param.requires_grad_(False)
+        new_state_action = torch.cat((state, new_action), dim=1)
+        q_value = torch.min(self.q1(new_state_action), self.q2(new_state_action)).squeeze(1)
+        for param in self.critic_params:
+            param.requires_grad_(True)
+        actor_loss = (self.log_alpha.detach().exp() * log_prob - q_value).mean()
+        self.actor_optimizer.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        self.actor_optimizer.step()
+
+
+def updates_per_second(update: Callable[[], int]) -> float:
+    """Times one call of `update`, which returns how many gradient steps it did."""
+    start = time.perf_counter()
+    steps = update()
+    return steps / (time.perf_counter() - start)
+
+
+def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int, ...] = (128, 256),
+                       steps: int = 200, batch_size: int = 256) -> bool:
+    """Measures SAC gradient steps per second, elegantrl's `AgentSAC.update_net` against `PlainSAC`.
+
+    Both learn from the same 10,000 random Pendulum transitions with the same network sizes and
+    batch, on one torch thread. Per net_dim, after a warm-up of each, the two are timed in turn
+    (A, B, A, B, ...) `repeats` times, `steps` gradient steps per timing; the report gives the
+    median updates/s of each and the ratio elegantrl / plain (1 = no library overhead).
+    Writes ``out/sac-throughput.md`` and ``.csv``; returns True.
+    """
+    from elegantrl.agent import AgentSAC
+    from elegantrl.env import PreprocessEnv
+    from elegantrl.replay import ReplayBuffer
+
+    torch.set_num_threads(1)
+    env = PreprocessEnv("Pendulum-v1")
+    records: list[dict[str, Any]] = []
+    for net_dim in net_dims:
+        torch.manual_seed(0)
+        agent = AgentSAC()
+        # repeat_times 1: a rollout of steps × batch_size transitions buys exactly `steps` gradient steps
+        agent.init(net_dim, env.state_dim, env.action_dim, learning_rate=1e-3, batch_size=batch_size, repeat_times=1.0,
+                   soft_update_tau=5e-3, device="cpu")
+        agent.last_state, _ = env.reset(seed=0)
+        buffer = ReplayBuffer(10_000, env.state_dim, env.action_dim, if_discrete=False)
+        buffer.extend(agent.explore_env(env, 10_000, if_random=True))
+        n = len(buffer)
+        data = dict(state=buffer.state[:n].clone(), action=buffer.action[:n].clone(), reward=buffer.reward[:n].clone(),
+                    undone=(~buffer.terminated[:n]).float(), next_state=buffer.next_state[:n].clone())
+        plain = PlainSAC(net_dim, data, batch_size=batch_size)
+
+        def elegantrl_update(num_steps: int = steps) -> int:
+            before = agent.update_count
+            buffer.add_size = num_steps * batch_size
+            agent.update_net(buffer)
+            return agent.update_count - before
+
+        def plain_update(num_steps: int = steps) -> int:
+            for _ in range(num_steps):
+                plain.update()
+            return num_steps
+
+        elegantrl_update(20), plain_update(20)  # warm-up: allocator, Adam state, first-call costs
+        for repeat in range(repeats):
+            for library, update in ((OURS, elegantrl_update), ("plain-pytorch", plain_update)):
+                records.append(dict(net_dim=net_dim, repeat=repeat, library=library, updates_per_s=updates_per_second(update)))
+                print(f"[sac-throughput net_dim {net_dim} repeat {repeat}] {library}: {records[-1]['updates_per_s']:.1f} updates/s", flush=True)
+
+    lines = ["| net_dim | elegantrl updates/s | plain PyTorch updates/s | ratio elegantrl / plain | per-pair ratios (min–max) |",
+             "|---|---|---|---|---|"]
+    for net_dim in net_dims:
+        ours = [r["updates_per_s"] for r in records if r["net_dim"] == net_dim and r["library"] == OURS]
+        plain_rates = [r["updates_per_s"] for r in records if r["net_dim"] == net_dim and r["library"] != OURS]
+        pairs = [a / b for a, b in zip(ours, plain_rates)]
+        lines.append(f"| {net_dim} | {fmt(median(ours))} | {fmt(median(plain_rates))} | {median(ours) / median(plain_rates):.3f} "
+                     f"| {min(pairs):.3f}–{max(pairs):.3f} |")
+    table = "\n".join(lines) + "\n"
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "sac-throughput.csv"), "w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=["row", *records[0]])
+        writer.writeheader()
+        writer.writerows({"row": "sac-throughput", **r} for r in records)
+    with open(os.path.join(out, "sac-throughput.md"), "w") as file:
+        file.write(
+            "# sac-throughput: SAC learner updates per second, elegantrl against plain PyTorch\n\n"
+            f"- Command: `{command}`\n"
+            f"- Date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}\n"
+            f"- Machine: {machine()}\n"
+            f"- Setup: Pendulum-v1 sizes (state_dim {env.state_dim}, action_dim {env.action_dim}), 10,000 random transitions, "
+            f"batch {batch_size}, Adam lr 1e-3, tau 0.005, one torch thread, CPU. Both: actor MLP [state, net_dim, net_dim, 2 × action] "
+            "(tanh-squashed Gaussian), two independent critic MLPs [state + action, net_dim, net_dim, 1] with targets, learned log-alpha, "
+            "SmoothL1 critic losses, one critic, temperature and actor step per update.\n"
+            f"- elegantrl: `AgentSAC.update_net(buffer)` on an `elegantrl.replay.ReplayBuffer`, {steps} gradient steps per call. "
+            f"Plain PyTorch: `PlainSAC.update()` in benchmark.py, {steps} calls in a loop, batches from preallocated tensors.\n"
+            f"- Timing: per net_dim a 20-step warm-up of each, then {repeats} repeats interleaved (elegantrl, plain, elegantrl, ...); "
+            "medians over repeats; the ratio is of the medians, the per-pair ratios compare neighbouring timings.\n\n"
+            + table
+        )
+    print("\n## sac-throughput\n\n" + table)
+    return True
+
+
+THROUGHPUT_ROWS: dict[str, Callable[..., bool]] = {"sac-throughput": run_sac_throughput}
+
+
 def main() -> int:
     """The command line: run the chosen rows, or (internally) one training job."""
     parser = argparse.ArgumentParser(description="Benchmark elegantrl against Stable-Baselines3, side by side.")
-    parser.add_argument("--rows", nargs="+", choices=list(ROWS), default=list(ROWS), help="rows to run (default: all)")
+    every_row = [*ROWS, *THROUGHPUT_ROWS]
+    parser.add_argument("--rows", nargs="+", choices=every_row, default=every_row, help="rows to run (default: all)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="seeds (default: 0 1 2)")
     parser.add_argument("--budget", type=int, default=None, help="env steps per run, overriding each row's budget (for smoke tests)")
     parser.add_argument("--out", default=os.path.join(HERE, "results"), help="where the .md and .csv reports go (default: benchmarks/results)")
     parser.add_argument("--work-dir", default=os.path.join(HERE, "runs"), help="run folders of the jobs (default: benchmarks/runs, git-ignored)")
+    parser.add_argument("--repeats", type=int, default=7, help="timings per library and net_dim in sac-throughput (default: 7)")
     parser.add_argument("--job", help=argparse.SUPPRESS)  # internal: the JSON of one Job, run in this process
     options = parser.parse_args()
     if options.job:
         run_job(Job(**json.loads(options.job)))
         return 0
     command = "python " + shlex.join(sys.argv)
-    ok = [run_row(name, options.seeds, options.budget, options.out, options.work_dir, command) for name in options.rows]
+    ok = [THROUGHPUT_ROWS[name](options.out, command, options.repeats) if name in THROUGHPUT_ROWS
+          else run_row(name, options.seeds, options.budget, options.out, options.work_dir, command) for name in options.rows]
     return 0 if all(ok) else 1
 
 

@@ -218,23 +218,29 @@ class AgentBase:
 
     # ---- saving -------------------------------------------------------------------------------
 
-    def _state_dicts(self) -> dict[str, Any]:
-        return {name: value for name, value in vars(self).items() if isinstance(value, (nn.Module, torch.optim.Optimizer))}
+    def _saved_parts(self) -> dict[str, Any]:
+        """Networks, optimizers and learned tensors (e.g. SAC's log_alpha): what a checkpoint holds."""
+        kinds = (nn.Module, torch.optim.Optimizer, torch.Tensor)
+        return {name: value for name, value in vars(self).items() if isinstance(value, kinds)}
 
     def save_or_load_agent(self, cwd: str, if_save: bool) -> None:
-        """Saves every network and optimizer to ``cwd/agent.pth``, or loads them from it."""
+        """Saves every network, optimizer and learned tensor to ``cwd/agent.pth``, or loads them."""
         path = os.path.join(cwd, "agent.pth")
+        parts = self._saved_parts()
         if if_save:
             os.makedirs(cwd, exist_ok=True)
-            state = {name: obj.state_dict() for name, obj in self._state_dicts().items()}
-            state["total_steps"] = self.total_steps
-            torch.save(state, path)
+            state = {name: part if isinstance(part, torch.Tensor) else part.state_dict() for name, part in parts.items()}
+            torch.save({**state, "total_steps": self.total_steps}, path)
             return
         if not os.path.isfile(path):
             raise FileNotFoundError(f"no saved agent at {path}; train first or check the run folder")
         state = torch.load(path, map_location=self.device, weights_only=True)
-        for name, obj in self._state_dicts().items():
-            obj.load_state_dict(state[name])
+        for name, part in parts.items():
+            if isinstance(part, torch.Tensor):
+                with torch.no_grad():  # in place, so that optimizers keep holding the same tensor
+                    part.copy_(state[name])
+            else:
+                part.load_state_dict(state[name])
         self.total_steps = int(state["total_steps"])
 
 

@@ -1,0 +1,160 @@
+"""Continuous off-policy agents: networks, targets with truncation, errors, saving, learning."""
+
+import csv
+import os
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from torch.distributions import Normal, TanhTransform, TransformedDistribution
+
+from elegantrl.agent import AgentD3QN, AgentDDPG, AgentInterSAC, AgentModSAC, AgentSAC, AgentTD3
+from elegantrl.env import PreprocessEnv
+from elegantrl.net import Actor, ActorSAC, CriticTwin
+from elegantrl.replay import ReplayBuffer, Transitions
+from elegantrl.run import Arguments, train_and_evaluate
+
+CONTINUOUS_AGENTS = [AgentDDPG, AgentTD3, AgentSAC, AgentModSAC, AgentInterSAC]
+
+
+def filled_buffer(agent, env_id="Pendulum-v1", steps=512):
+    env = PreprocessEnv(env_id)
+    agent.last_state, _ = env.reset(seed=0)
+    buffer = ReplayBuffer(4096, env.state_dim, env.action_dim, env.if_discrete)
+    buffer.extend(agent.explore_env(env, steps, if_random=True))
+    return buffer
+
+
+def test_actor_sac_log_prob_matches_the_tanh_squashed_gaussian():
+    torch.manual_seed(0)
+    actor = ActorSAC(32, 3, 2)
+    state = torch.randn(256, 3)
+    torch.manual_seed(1)
+    action, log_prob = actor.get_action_logprob(state)
+    assert action.shape == (256, 2) and log_prob.shape == (256,) and action.abs().max() < 1.0
+    mean, log_std = actor.head.mean_log_std(actor.encoder(state)).chunk(2, dim=1)
+    squashed = TransformedDistribution(Normal(mean, log_std.clamp(-16, 2).exp()), TanhTransform())
+    inner = action.clamp(-1 + 1e-6, 1 - 1e-6)  # TanhTransform's own inverse is unstable at +-1
+    assert torch.allclose(log_prob, squashed.log_prob(inner).sum(dim=1), atol=1e-3)
+    assert torch.equal(actor(state), mean.tanh())  # the deterministic action is tanh(mean)
+
+
+def test_actor_outputs_are_bounded_and_twin_critics_are_independent():
+    assert Actor(16, 3, 2)(torch.randn(8, 3) * 1e4).abs().max() <= 1.0
+    critic = CriticTwin(16, 3, 2)
+    q1, q2 = critic.get_q_heads(torch.randn(8, 3), torch.rand(8, 2))
+    assert q1.shape == (8,) and not torch.allclose(q1, q2)
+
+
+@pytest.mark.parametrize("agent_class", [AgentDDPG, AgentTD3])
+def test_continuous_target_bootstraps_on_truncation_only(agent_class):
+    agent = agent_class(policy_noise=0.0) if agent_class is AgentTD3 else agent_class()
+    agent.init(8, 2, 1, gamma=0.5)
+    with torch.no_grad():
+        for net in agent.critic_target.nets:
+            net[-1].weight.zero_()
+            net[-1].bias.fill_(4.0)  # Q_target(s', a') = 4 everywhere
+        for net in agent.critic.nets:
+            net[-1].weight.zero_()
+            net[-1].bias.zero_()
+    batch = Transitions(torch.zeros(2, 2), torch.zeros(2, 1), torch.tensor([2.0, 2.0]), torch.tensor([True, False]),
+                        torch.tensor([False, True]), torch.zeros(2, 2))
+    obj_critic, _ = agent.get_obj_critic(batch)
+    labels = [2.0, 2.0 + 0.5 * 4.0]  # terminated: r; truncated: r + gamma * Q(s')
+    expected = len(agent.critic.nets) * np.mean([label - 0.5 for label in labels])
+    assert obj_critic.item() == pytest.approx(expected)
+
+
+def test_td3_updates_the_actor_every_second_critic_step():
+    agent = AgentTD3()
+    agent.init(16, 3, 1, batch_size=32, repeat_times=1.0)
+    buffer = filled_buffer(agent, steps=320)  # 320 * 1 / 32 = 10 critic steps
+    actor_before = [p.clone() for p in agent.actor.parameters()]
+    logs = agent.update_net(buffer)
+    assert agent.update_count == 10
+    assert agent.actor_optimizer.state_dict()["state"][0]["step"] == 5
+    assert not all(torch.equal(a, b) for a, b in zip(actor_before, agent.actor.parameters()))
+    assert {"obj_critic", "q_value", "obj_actor"} <= set(logs)
+
+
+def test_ou_noise_is_correlated_in_time():
+    agent = AgentDDPG(explore_noise=0.2, if_ou_noise=True)
+    agent.init(8, 3, 1)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        mean_action = agent.actor(torch.zeros(1, 3))
+        noise = np.array([(agent.select_action(torch.zeros(1, 3)) - mean_action).item() for _ in range(2000)])
+    noise = noise[np.abs(noise) < 0.99]  # leave out samples cut by the clamp to [-1, 1]
+    assert np.corrcoef(noise[:-1], noise[1:])[0, 1] > 0.6
+
+
+def test_inter_sac_actor_objective_does_not_train_the_critic_heads():
+    agent = AgentInterSAC()
+    agent.init(16, 3, 1, batch_size=32)
+    assert agent.actor is agent.critic  # one network
+    batch = filled_buffer(agent).sample_batch(32)
+    agent.critic.zero_grad(set_to_none=True)
+    agent.get_obj_actor(batch).backward()
+    assert all(p.grad is None for p in agent.critic.q_nets.parameters())
+    assert agent.critic.actor_head.mean_log_std.weight.grad.abs().sum() > 0
+    assert agent.critic.encoder[0].weight.grad.abs().sum() > 0  # through the action path
+
+
+@pytest.mark.parametrize("agent_class", CONTINUOUS_AGENTS)
+def test_update_and_save_load_round_trip(agent_class, tmp_path):
+    agent = agent_class()
+    agent.init(16, 3, 1, batch_size=32, repeat_times=2.0)
+    logs = agent.update_net(filled_buffer(agent, steps=256))
+    assert all(np.isfinite(list(logs.values())))
+    if isinstance(agent, AgentSAC):
+        assert "alpha" in logs and agent.log_alpha.item() != 0.0  # the temperature is learned
+    agent.save_or_load_agent(str(tmp_path), if_save=True)
+    loaded = agent_class()
+    loaded.init(16, 3, 1)
+    loaded.save_or_load_agent(str(tmp_path), if_save=False)
+    states = np.random.default_rng(0).normal(size=(10, 3)).astype(np.float32)
+    assert np.array_equal(loaded.act(states), agent.act(states))
+    assert loaded.act(states[0]).shape == (1,) and np.abs(loaded.act(states)).max() <= 1.0
+    if isinstance(agent, AgentSAC):
+        assert loaded.log_alpha.item() == agent.log_alpha.item()
+
+
+def test_continuous_agent_on_a_discrete_env_names_the_agents_that_fit(tmp_path):
+    with pytest.raises(ValueError, match="AgentSAC needs a continuous.*CartPole-v1 has Discrete.*AgentD3QN"):
+        Arguments(agent=AgentSAC(), env="CartPole-v1", cwd=str(tmp_path)).init_before_training()
+
+
+def test_discrete_agent_on_a_continuous_env_names_the_agents_that_fit(tmp_path):
+    with pytest.raises(ValueError, match="AgentD3QN needs a discrete.*AgentSAC"):
+        Arguments(agent=AgentD3QN(), env="Pendulum-v1", cwd=str(tmp_path)).init_before_training()
+
+
+class UnboundedActions(gym.Env):
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,))
+    action_space = gym.spaces.Box(-np.inf, np.inf, (1,))
+
+
+def test_unbounded_box_is_a_clear_error(tmp_path):
+    env = PreprocessEnv(UnboundedActions(), max_step=10)
+    with pytest.raises(ValueError, match="unbounded Box action space.*ClipAction"):
+        Arguments(agent=AgentSAC(), env=env, cwd=str(tmp_path)).init_before_training()
+
+
+@pytest.mark.parametrize("env_id", ["LunarLanderContinuous-v3", "BipedalWalker-v3"])
+def test_box2d_envs_train_through_the_same_api(env_id, tmp_path):
+    args = Arguments(agent=AgentSAC(), env=env_id, cwd=str(tmp_path), net_dim=16, batch_size=32, warmup_steps=64,
+                     target_step=32, break_step=128, eval_gap=128, eval_times1=1, eval_times2=0, if_print=False)
+    train_and_evaluate(args)
+    assert {"actor.pth", "recorder.csv", "learning_curve.png"} <= set(os.listdir(args.cwd))
+
+
+@pytest.mark.parametrize("agent_class", [AgentSAC, AgentTD3, AgentDDPG])
+def test_agent_reaches_minus_400_on_pendulum(agent_class, tmp_path):
+    """Random play scores about -1200 to -1500 on Pendulum-v1."""
+    args = Arguments(agent=agent_class(), env="Pendulum-v1", random_seed=0, cwd=str(tmp_path), target_return=-400.0,
+                     break_step=12_000, eval_gap=1000, eval_times1=5, eval_times2=5, if_print=False)
+    train_and_evaluate(args)
+    with open(os.path.join(args.cwd, "recorder.csv")) as file:
+        best = max(float(row["return_mean"]) for row in csv.DictReader(file))
+    assert best >= -400.0
