@@ -47,7 +47,7 @@ class Arguments:
     if_remove: bool = _arg(False, "delete an existing run folder `cwd` before training", bool)
     random_seed: int = _arg(0, "seeds torch and the envs: one seed gives one learning curve", int)
     device: str | None = _arg(None, "torch device of the learner, e.g. cpu or cuda:0; by default cuda:0 if available", str)
-    num_threads: int | None = _arg(None, "torch CPU threads; by default torch's own choice", int)
+    num_threads: int = _arg(1, "torch CPU threads while training; 1 is fastest for small networks, more help wide ones", int)
 
     net_dim: int | None = _arg(None, "width of the hidden layers", int)
     batch_size: int | None = _arg(None, "transitions per gradient step", int)
@@ -127,8 +127,8 @@ class Arguments:
             kinds = (int, float) if expected is float else (expected,)
             if isinstance(value, bool) != (expected is bool) or not isinstance(value, kinds):
                 raise TypeError(f"Arguments.{spec.name} must be {expected.__name__}, got {value!r} ({type(value).__name__})")
-        positive = ["net_dim", "batch_size", "repeat_times", "target_step", "max_memo", "learning_rate", "break_step", "eval_gap", "eval_times1"]
-        positive += ["num_threads"] * (self.num_threads is not None)
+        positive = ["net_dim", "batch_size", "repeat_times", "target_step", "max_memo", "learning_rate", "break_step",
+                    "eval_gap", "eval_times1", "num_threads"]
         for name in positive:
             if not getattr(self, name) > 0:
                 raise ValueError(f"Arguments.{name} must be positive, got {getattr(self, name)!r}")
@@ -290,8 +290,8 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
     args.init_before_training()
     agent, env = args.agent, args.env
     torch.manual_seed(args.random_seed)
-    if args.num_threads:
-        torch.set_num_threads(args.num_threads)
+    user_threads = torch.get_num_threads()
+    torch.set_num_threads(args.num_threads)  # restored at the end: the caller's process keeps its own setting
     eval_env = args.eval_env or clone_env(env)
     agent.init(args.net_dim, env.state_dim, env.action_dim, learning_rate=args.learning_rate, gamma=args.gamma,
                reward_scale=args.reward_scale, batch_size=args.batch_size, repeat_times=args.repeat_times,
@@ -323,6 +323,7 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
     except KeyboardInterrupt:
         print(f"\nstopped by Ctrl-C at env step {agent.total_steps:,d}; the best actor is kept in {args.cwd}")
     finally:
+        torch.set_num_threads(user_threads)
         agent.save_or_load_agent(args.cwd, if_save=True)
         if evaluator.records:
             evaluator.save_curve(f"{agent_name} on {env.env_name}, seed {args.random_seed}")
