@@ -12,6 +12,9 @@ whose mean return reaches the target.
 
 writes ``benchmarks/results/<row>.md`` (tables, command, machine) and ``<row>.csv`` (one line per
 run). See benchmarks/README.md for the protocol and how to add a row.
+
+``--rows sac-throughput`` is a different measurement (`run_sac_throughput`): gradient steps per
+second of elegantrl's SAC learner against `PlainSAC`, the same update written directly in torch.
 """
 
 from __future__ import annotations
@@ -501,7 +504,8 @@ class PlainSAC:
             next_q = torch.min(self.q1_target(next_state_action), self.q2_target(next_state_action)).squeeze(1)
             q_label = reward + undone * self.gamma * (next_q - alpha * next_log_prob)
         state_action = torch.cat((state, action), dim=1)
-        critic_loss = F.smooth_l1_loss(self.q1(state_action).squeeze(1), q_label) + F.smooth_l1_loss(self.q2(state_action).squeeze(1), q_label)
+        q1, q2 = self.q1(state_action).squeeze(1), self.q2(state_action).squeeze(1)
+        critic_loss = F.smooth_l1_loss(q1, q_label) + F.smooth_l1_loss(q2, q_label)
         self.critic_optimizer.zero_grad(set_to_none=True)
         critic_loss.backward()
         self.critic_optimizer.step()
@@ -534,13 +538,15 @@ def updates_per_second(update: Callable[[], int]) -> float:
 
 
 def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int, ...] = (128, 256),
-                       steps: int = 200, batch_size: int = 256) -> bool:
+                       steps: int = 50, batch_size: int = 256) -> bool:
     """Measures SAC gradient steps per second, elegantrl's `AgentSAC.update_net` against `PlainSAC`.
 
     Both learn from the same 10,000 random Pendulum transitions with the same network sizes and
     batch, on one torch thread. Per net_dim, after a warm-up of each, the two are timed in turn
     (A, B, A, B, ...) `repeats` times, `steps` gradient steps per timing; the report gives the
-    median updates/s of each and the ratio elegantrl / plain (1 = no library overhead).
+    median updates/s of each and the ratio elegantrl / plain (1 = no library overhead). Many short
+    timings rather than a few long ones: on a shared machine the speed drifts by tens of percent
+    within seconds, and neighbouring timings see the same drift.
     Writes ``out/sac-throughput.md`` and ``.csv``; returns True.
     """
     from elegantrl.agent import AgentSAC
@@ -575,20 +581,22 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
                 plain.update()
             return num_steps
 
-        elegantrl_update(20), plain_update(20)  # warm-up: allocator, Adam state, first-call costs
+        elegantrl_update(20)  # warm-up of each: allocator, Adam state, first-call costs
+        plain_update(20)
         for repeat in range(repeats):
             for library, update in ((OURS, elegantrl_update), ("plain-pytorch", plain_update)):
                 records.append(dict(net_dim=net_dim, repeat=repeat, library=library, updates_per_s=updates_per_second(update)))
                 print(f"[sac-throughput net_dim {net_dim} repeat {repeat}] {library}: {records[-1]['updates_per_s']:.1f} updates/s", flush=True)
 
-    lines = ["| net_dim | elegantrl updates/s | plain PyTorch updates/s | ratio elegantrl / plain | per-pair ratios (min–max) |",
-             "|---|---|---|---|---|"]
+    lines = ["| net_dim | elegantrl updates/s | plain PyTorch updates/s | ratio of medians elegantrl / plain "
+             "| per-pair ratios: median (quartiles) |", "|---|---|---|---|---|"]
     for net_dim in net_dims:
         ours = [r["updates_per_s"] for r in records if r["net_dim"] == net_dim and r["library"] == OURS]
         plain_rates = [r["updates_per_s"] for r in records if r["net_dim"] == net_dim and r["library"] != OURS]
         pairs = [a / b for a, b in zip(ours, plain_rates)]
+        quartiles = statistics.quantiles(pairs, n=4) if len(pairs) > 1 else [pairs[0], pairs[0], pairs[0]]
         lines.append(f"| {net_dim} | {fmt(median(ours))} | {fmt(median(plain_rates))} | {median(ours) / median(plain_rates):.3f} "
-                     f"| {min(pairs):.3f}–{max(pairs):.3f} |")
+                     f"| {median(pairs):.3f} ({quartiles[0]:.3f}–{quartiles[2]:.3f}) |")
     table = "\n".join(lines) + "\n"
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "sac-throughput.csv"), "w", newline="") as file:
@@ -608,7 +616,8 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
             f"- elegantrl: `AgentSAC.update_net(buffer)` on an `elegantrl.replay.ReplayBuffer`, {steps} gradient steps per call. "
             f"Plain PyTorch: `PlainSAC.update()` in benchmark.py, {steps} calls in a loop, batches from preallocated tensors.\n"
             f"- Timing: per net_dim a 20-step warm-up of each, then {repeats} repeats interleaved (elegantrl, plain, elegantrl, ...); "
-            "medians over repeats; the ratio is of the medians, the per-pair ratios compare neighbouring timings.\n\n"
+            "medians over repeats; the ratio is of the medians; the per-pair ratios compare neighbouring timings "
+            "(median and interquartile range).\n\n"
             + table
         )
     print("\n## sac-throughput\n\n" + table)
@@ -627,7 +636,7 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=None, help="env steps per run, overriding each row's budget (for smoke tests)")
     parser.add_argument("--out", default=os.path.join(HERE, "results"), help="where the .md and .csv reports go (default: benchmarks/results)")
     parser.add_argument("--work-dir", default=os.path.join(HERE, "runs"), help="run folders of the jobs (default: benchmarks/runs, git-ignored)")
-    parser.add_argument("--repeats", type=int, default=7, help="timings per library and net_dim in sac-throughput (default: 7)")
+    parser.add_argument("--repeats", type=int, default=30, help="timings per library and net_dim in sac-throughput (default: 30)")
     parser.add_argument("--job", help=argparse.SUPPRESS)  # internal: the JSON of one Job, run in this process
     options = parser.parse_args()
     if options.job:

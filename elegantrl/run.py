@@ -204,9 +204,9 @@ class Evaluator:
             raise FloatingPointError(f"evaluation env {self.env.env_name!r} returned a non-finite reward ({episode_return})")
         return episode_return
 
-    def evaluate_and_save(self, agent: AgentBase, total_steps: int, logs: dict[str, float]) -> bool:
-        """Evaluates if `eval_gap` steps have passed; returns True once the target is reached."""
-        if total_steps < self.next_eval_step:
+    def evaluate_and_save(self, agent: AgentBase, total_steps: int, logs: dict[str, float], if_force: bool = False) -> bool:
+        """Evaluates if `eval_gap` steps have passed (or `if_force`); returns True once the target is reached."""
+        if total_steps < self.next_eval_step and not if_force:
             return False
         self.next_eval_step = (total_steps // self.eval_gap + 1) * self.eval_gap  # a fixed cadence in env steps
         start = time.perf_counter()
@@ -304,6 +304,7 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
     if args.if_print:
         print(f"elegantrl: {agent_name} on {env!r}\n  run folder {args.cwd}, seed {args.random_seed}, device {args.device}")
 
+    logs: dict[str, float] = {}
     try:
         if args.warmup_steps:
             transitions = agent.explore_env(env, args.warmup_steps, if_random=True)
@@ -320,6 +321,9 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
                 if args.if_print:
                     print(f"reached the target return {args.target_return:g} at env step {agent.total_steps:,d}")
                 break
+        else:  # break_step reached: the final policy is evaluated too, even between two evaluations
+            if not evaluator.records or evaluator.records[-1]["step"] != agent.total_steps:
+                evaluator.evaluate_and_save(agent, agent.total_steps, logs, if_force=True)
     except KeyboardInterrupt:
         print(f"\nstopped by Ctrl-C at env step {agent.total_steps:,d}; the best actor is kept in {args.cwd}")
     finally:

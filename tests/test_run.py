@@ -99,6 +99,13 @@ def test_train_and_evaluate_writes_the_run_folder(tmp_path):
     assert open(os.path.join(args.cwd, "learning_curve.png"), "rb").read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+def test_the_final_policy_is_evaluated_when_break_step_falls_between_evaluations(tmp_path):
+    args = Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(tmp_path / "run"), **{**TINY, "eval_gap": 10_000})
+    train_and_evaluate(args)
+    assert [r["step"] for r in read_record(args.cwd)] == ["512"]
+    assert os.path.isfile(os.path.join(args.cwd, "actor.pth"))
+
+
 def test_same_seed_gives_the_same_record(tmp_path):
     def run(seed, name):
         args = Arguments(agent=AgentD3QN(), env="CartPole-v1", random_seed=seed, cwd=str(tmp_path / name), **TINY)
