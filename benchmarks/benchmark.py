@@ -194,7 +194,7 @@ ROWS: dict[str, Row] = {
         sb3_hyperparams=zoo_sac_lunarlandercontinuous,
         agents=("AgentSAC",),
         eval_gap=5000,
-        sb3_note="the zoo's LunarLanderContinuous entry (-v2 in the zoo's file, the same task as gymnasium's -v3); "
+        sb3_note="the zoo's LunarLanderContinuous entry (-v2 in the zoo's file; gymnasium 1.x has only -v3, the same task with bug fixes); "
                  "learning_rate lin_7.3e-4 kept in env steps: 7.3e-4 × (1 - t / 5e5), i.e. end_fraction = 5e5 / budget",
     ),
     "td3-lunarlandercontinuous": Row(
