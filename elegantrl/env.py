@@ -81,11 +81,7 @@ class PreprocessEnv(gym.Env):
         self.env = env
         spec = self.spec = getattr(env, "spec", None)
         self.env_name: str = getattr(spec, "id", None) or type(getattr(env, "unwrapped", env)).__name__
-        try:
-            parameters = inspect.signature(env.reset).parameters.values()
-            self._reset_takes_seed = any(p.name == "seed" or p.kind == p.VAR_KEYWORD for p in parameters)
-        except (TypeError, ValueError):  # a builtin without a signature: assume Gymnasium's
-            self._reset_takes_seed = True
+        self._reset_takes_seed = _takes_seed(env.reset)
 
         self.observation_space, self.state_dim, self._obs_n = self._convert_observation_space(env.observation_space)
         self.action_space, self.action_dim, self.if_discrete = self._convert_action_space(env.action_space)
@@ -227,3 +223,114 @@ def clone_env(env: PreprocessEnv) -> PreprocessEnv:
                 f"cannot make a separate evaluation env from {env.env_name!r}: deepcopy fails ({copy_error}) "
                 f"and it has no spec to make it again. Pass one: Arguments(eval_env=PreprocessEnv(...))"
             ) from copy_error
+
+
+def check_env(env: Any, steps: int = 20) -> list[str]:
+    """Checks, before any training, that `env` follows the Gym API the way elegantrl needs it.
+
+    Resets the env and takes `steps` steps with actions from its action space (its bounds
+    included). Raises TypeError for something that is not an env at all, ValueError listing every
+    problem found (each in plain words, with the fix); returns notes on things that work but
+    deserve a look, such as an old-Gym API that `PreprocessEnv` converts.
+    """
+    raw = env.env if isinstance(env, PreprocessEnv) else env
+    name = getattr(getattr(raw, "spec", None), "id", None) or type(raw).__name__
+    missing = [attr for attr in ("reset", "step", "observation_space", "action_space") if not hasattr(raw, attr)]
+    if missing:
+        raise TypeError(f"{name} is not a Gym-API env: it has no {', '.join(missing)}. "
+                        f"See https://gymnasium.farama.org/introduction/create_custom_env/")
+    problems: list[str] = []
+    notes: list[str] = []
+    obs_space, action_space = raw.observation_space, raw.action_space
+    if not isinstance(obs_space, (gym.spaces.Box, gym.spaces.Discrete)):
+        problems.append(f"observation_space is {obs_space!r}; use a gymnasium.spaces.Box (or Discrete)")
+    if not isinstance(action_space, (gym.spaces.Box, gym.spaces.Discrete)):
+        problems.append(f"action_space is {action_space!r}; use a gymnasium.spaces.Box (one-dimensional) or Discrete")
+    if problems:
+        raise ValueError(_problem_report(name, problems))
+
+    def check_obs(obs: Any, where: str) -> None:
+        if isinstance(obs_space, gym.spaces.Discrete):
+            if not np.issubdtype(np.asarray(obs).dtype, np.integer) or not obs_space.contains(int(obs)):
+                problems.append(f"{where} returned observation {obs!r}, which is not in {obs_space}")
+            return
+        try:
+            array = np.asarray(obs, dtype=np.float64)
+        except (TypeError, ValueError):
+            problems.append(f"{where} returned an observation of type {type(obs).__name__} that is not numeric; return a numpy array")
+            return
+        if array.shape != obs_space.shape:
+            problems.append(f"{where} returned an observation of shape {array.shape}, but observation_space has shape {obs_space.shape}")
+        elif not np.isfinite(array).all():
+            problems.append(f"{where} returned a non-finite observation (NaN or inf): {array}")
+        elif not obs_space.contains(array.astype(obs_space.dtype)):
+            notes.append(f"{where} returned an observation outside observation_space's bounds")
+        if np.asarray(obs).dtype != obs_space.dtype:
+            notes.append(f"{where} returned {np.asarray(obs).dtype} observations; observation_space says {obs_space.dtype} "
+                         f"(PreprocessEnv casts them to float32)")
+
+    def reset() -> Any:
+        try:
+            result = raw.reset(seed=0) if _takes_seed(raw.reset) else raw.reset()
+        except Exception as error:
+            raise ValueError(_problem_report(name, [f"reset() raised {type(error).__name__}: {error}"])) from error
+        if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):
+            return result[0]
+        notes.append("reset() returns the observation alone (the old Gym API); PreprocessEnv converts it, "
+                      "but Gymnasium's reset(seed=None, options=None) returns (observation, info)")
+        return result
+
+    check_obs(reset(), "reset()")
+    rng = np.random.default_rng(0)
+    if isinstance(action_space, gym.spaces.Discrete):
+        actions = [action_space.start + int(a) for a in rng.integers(action_space.n, size=steps)]
+    else:
+        low, high = action_space.low, action_space.high
+        if np.isfinite(low).all() and np.isfinite(high).all():
+            actions = [low, high] + [rng.uniform(low, high).astype(action_space.dtype) for _ in range(steps - 2)]
+        else:
+            actions = [np.clip(rng.normal(size=action_space.shape), low, high).astype(action_space.dtype) for _ in range(steps)]
+    for step, action in enumerate(actions, start=1):
+        where = f"step() #{step}"
+        try:
+            result = raw.step(action)
+        except Exception as error:
+            problems.append(f"{where} raised {type(error).__name__}: {error} for action {action!r}, which is in {action_space}; "
+                            f"an env must accept every action of its action_space")
+            break
+        if not isinstance(result, tuple) or len(result) not in (4, 5):
+            problems.append(f"{where} returned {type(result).__name__} of length {len(result) if hasattr(result, '__len__') else '?'}; "
+                            f"return (observation, reward, terminated, truncated, info)")
+            break
+        if len(result) == 4 and step == 1:
+            notes.append("step() returns (obs, reward, done, info) (the old Gym API); PreprocessEnv converts it, reading "
+                         "info['TimeLimit.truncated'] for time limits; Gymnasium returns (obs, reward, terminated, truncated, info)")
+        obs, reward, *flags, info = result
+        check_obs(obs, where)
+        if np.ndim(reward) != 0 or not np.isreal(reward) or isinstance(reward, (bool, np.bool_)):
+            problems.append(f"{where} returned reward {reward!r}; the reward must be one real number (a float)")
+        elif not np.isfinite(reward):
+            problems.append(f"{where} returned a non-finite reward ({reward})")
+        if not all(isinstance(flag, (bool, np.bool_)) for flag in flags):
+            problems.append(f"{where} returned terminated/truncated flags {flags!r}; they must be bools")
+        if not isinstance(info, dict):
+            problems.append(f"{where} returned info of type {type(info).__name__}; info must be a dict")
+        if problems:
+            break
+        if any(bool(flag) for flag in flags):
+            check_obs(reset(), "reset()")
+    if problems:
+        raise ValueError(_problem_report(name, problems))
+    return sorted(set(notes), key=notes.index)
+
+
+def _takes_seed(reset: Any) -> bool:
+    """Whether a reset method accepts ``seed=`` (Gymnasium) or not (old Gym)."""
+    try:
+        return any(p.name == "seed" or p.kind == p.VAR_KEYWORD for p in inspect.signature(reset).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature: assume Gymnasium's
+        return True
+
+
+def _problem_report(name: str, problems: list[str]) -> str:
+    return f"env {name!r} does not follow the Gym API as elegantrl needs it:\n  - " + "\n  - ".join(problems)

@@ -11,6 +11,7 @@ import os
 import shutil
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +20,7 @@ import torch
 
 from elegantrl import agent as agent_module
 from elegantrl.agent import AgentBase
-from elegantrl.env import PreprocessEnv, clone_env
+from elegantrl.env import PreprocessEnv, check_env, clone_env
 from elegantrl.replay import ReplayBuffer, Transitions
 
 
@@ -69,7 +70,7 @@ class Arguments:
     if_print: bool = _arg(True, "print one progress line per evaluation", bool)
 
     def init_before_training(self) -> None:
-        """Validates the fields, fills the defaults, and creates the run folder.
+        """Validates the fields and the env (`check_env`), fills the defaults, creates the run folder.
 
         Raises TypeError or ValueError with the fix in the message. Deletes nothing unless
         ``if_remove`` is set.
@@ -87,6 +88,8 @@ class Arguments:
         if self.eval_env is not None and not isinstance(self.eval_env, PreprocessEnv):
             self.eval_env = PreprocessEnv(self.eval_env)
         self._check_agent_fits_env()
+        for note in check_env(self.env):  # raises on a broken env before anything is built
+            warnings.warn(f"env {self.env.env_name!r}: {note}", stacklevel=2)
         if self.if_on_policy is not None and self.if_on_policy == self.agent.if_off_policy:
             kind = "off" if self.agent.if_off_policy else "on"
             raise ValueError(f"if_on_policy={self.if_on_policy} but {type(self.agent).__name__} is {kind}-policy; leave if_on_policy unset")

@@ -118,11 +118,16 @@ def test_same_seed_gives_the_same_record(tmp_path):
 
 
 class NaNRewardAfter(gym.Wrapper):
-    """A faulty env: the reward becomes NaN from global step `bad_step` on."""
+    """A faulty env: the reward becomes NaN from step `bad_step` on, counted from the last seeded reset."""
 
     def __init__(self, env, bad_step):
         super().__init__(env)
         self.bad_step, self.steps = bad_step, 0
+
+    def reset(self, *, seed=None, options=None):
+        if seed is not None:  # check_env's trial steps and the training run each start with a seeded reset
+            self.steps = 0
+        return self.env.reset(seed=seed, options=options)
 
     def step(self, action):
         state, reward, terminated, truncated, info = self.env.step(action)

@@ -1,0 +1,127 @@
+"""check_env: a user's env is checked before training, and each problem is named in plain words."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from elegantrl.env import check_env
+
+
+class GoodEnv(gym.Env):
+    """A minimal correct env; the broken ones below each change one thing."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+    action_space = gym.spaces.Box(-2.0, 2.0, (2,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(3, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.full(3, 0.1, np.float32), -float(np.square(action).sum()), False, self.t >= 5, {}
+
+
+class WrongShape(GoodEnv):
+    def step(self, action):
+        obs, *rest = super().step(action)
+        return (obs[:2], *rest)
+
+
+class NaNObservation(GoodEnv):
+    def reset(self, *, seed=None, options=None):
+        return np.array([0.0, np.nan, 0.0], np.float32), {}
+
+
+class ArrayReward(GoodEnv):
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, np.array([reward, reward]), terminated, truncated, info
+
+
+class ThreeValueStep(GoodEnv):
+    def step(self, action):
+        return super().step(action)[:3]
+
+
+class RejectsBoundaryActions(GoodEnv):
+    def step(self, action):
+        if np.abs(action).max() > 1.5:
+            raise AssertionError("torque too large")
+        return super().step(action)
+
+
+class NoActionSpace:
+    observation_space = gym.spaces.Box(-1.0, 1.0, (3,))
+
+    def reset(self):
+        return np.zeros(3)
+
+    def step(self, action):
+        return np.zeros(3), 0.0, False, {}
+
+
+class TupleObservationSpace(GoodEnv):
+    observation_space = gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Discrete(3)))
+
+
+class InfoNotDict(GoodEnv):
+    def step(self, action):
+        obs, reward, terminated, truncated, _ = super().step(action)
+        return obs, reward, terminated, truncated, None
+
+
+class OldGymEnv:
+    observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self):
+        return np.zeros(3, np.float32)
+
+    def step(self, action):
+        return np.zeros(3, np.float32), 1.0, False, {}
+
+
+def test_a_correct_env_and_the_registered_envs_pass():
+    assert check_env(GoodEnv()) == []
+    for env_id in ("CartPole-v1", "Pendulum-v1", "FrozenLake-v1"):
+        assert check_env(gym.make(env_id)) == []
+
+
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        (WrongShape(), r"observation of shape \(2,\), but observation_space has shape \(3,\)"),
+        (NaNObservation(), r"reset\(\) returned a non-finite observation"),
+        (ArrayReward(), r"reward must be one real number"),
+        (ThreeValueStep(), r"returned tuple of length 3; return \(observation, reward, terminated, truncated, info\)"),
+        (RejectsBoundaryActions(), r"raised AssertionError: torque too large .* must accept every action"),
+        (TupleObservationSpace(), r"observation_space is Tuple.*use a gymnasium.spaces.Box"),
+        (InfoNotDict(), r"info must be a dict"),
+    ],
+)
+def test_broken_envs_get_the_problem_named(env, message):
+    with pytest.raises(ValueError, match=message):
+        check_env(env)
+
+
+def test_something_that_is_not_an_env():
+    with pytest.raises(TypeError, match="no action_space"):
+        check_env(NoActionSpace())
+
+
+def test_old_gym_api_is_accepted_with_a_hint():
+    notes = check_env(OldGymEnv())
+    assert any("old Gym API" in note and "(observation, info)" in note for note in notes)
+    assert any("TimeLimit.truncated" in note for note in notes)
+
+
+def test_arguments_check_the_env_before_training(tmp_path):
+    from elegantrl.agent import AgentSAC
+    from elegantrl.env import PreprocessEnv
+    from elegantrl.run import Arguments
+
+    with pytest.raises(ValueError, match="info must be a dict"):
+        Arguments(agent=AgentSAC(), env=PreprocessEnv(InfoNotDict(), max_step=5), cwd=str(tmp_path)).init_before_training()
+    assert not any(tmp_path.iterdir())  # nothing was created for a run that cannot start
