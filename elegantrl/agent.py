@@ -20,8 +20,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from elegantrl.net import Actor, ActorSAC, Critic, CriticTwin, InterSPG, QNet, QNetDuel, QNetTwin, QNetTwinDuel, frozen
-from elegantrl.replay import ReplayBuffer, Transitions
+from elegantrl.net import (
+    Actor, ActorDiscretePPO, ActorPPO, ActorSAC, Critic, CriticAdv, CriticTwin, InterGPO, InterSPG, QNet, QNetDuel, QNetTwin, QNetTwinDuel, frozen,
+)
+from elegantrl.replay import ReplayBuffer, RolloutBuffer, Transitions, compute_gae
 
 
 class AgentBase:
@@ -67,7 +69,7 @@ class AgentBase:
         self.update_count = 0  # critic gradient steps so far
 
         self.critic = self.ClassCri(net_dim, state_dim, action_dim).to(self.device)
-        self.critic_target = self._frozen_copy(self.critic)
+        self.critic_target = self._frozen_copy(self.critic) if self.if_off_policy else None
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), learning_rate)
         self.actor_target: nn.Module | None = None  # for agents whose TD target uses a target actor
         if self.ClassAct is None:  # the critic acts too: DQN's greedy policy, InterSAC's shared net
@@ -123,7 +125,7 @@ class AgentBase:
                 else:
                     tensor_state = torch.as_tensor(state, device=self.device).unsqueeze(0)
                     action = self.select_action(tensor_state)[0].cpu().numpy()
-                next_state, reward, terminated, truncated, _ = env.step(action)
+                next_state, reward, terminated, truncated, _ = env.step(self.env_action(action))
                 states[t], actions[t], rewards[t], next_states[t] = state, action, reward, next_state
                 terminals[t], truncates[t] = terminated, truncated
                 state = env.reset()[0] if terminated or truncated else next_state
@@ -134,6 +136,10 @@ class AgentBase:
             return torch.from_numpy(array).unsqueeze(1).to(self.device)
 
         return Transitions(*map(tensor, (states, actions, rewards, terminals, truncates, next_states)))
+
+    def env_action(self, action: np.ndarray) -> np.ndarray:
+        """The action the env receives for a stored action (the same one, except for AgentPPO)."""
+        return action
 
     # ---- learning -----------------------------------------------------------------------------
 
@@ -459,3 +465,116 @@ class AgentInterSAC(AgentSAC):
 
     def q_for_actor(self, state: torch.Tensor, action: torch.Tensor) -> list[torch.Tensor]:
         return self.critic.get_q_heads(state, action, if_actor_objective=True)
+
+
+class AgentPPO(AgentBase):
+    """PPO (Schulman et al., 2017) with a Gaussian policy: clipped objective, GAE, minibatch epochs.
+
+    `Arguments.target_step` is the rollout length, `batch_size` the minibatch, and `repeat_times`
+    the number of epochs over each rollout.
+
+    Args:
+        ratio_clip: the clip range ε of the probability ratio.
+        lambda_entropy: weight of the entropy bonus.
+        lambda_gae_adv: GAE's λ, trading bias (0) for variance (1) in the advantages.
+    """
+
+    ClassCri = CriticAdv
+    ClassAct = ActorPPO
+    if_discrete = False
+    if_off_policy = False
+    arg_defaults = dict(
+        net_dim=64, batch_size=256, repeat_times=8.0, target_step=2048, max_memo=2048,
+        learning_rate=3e-4, soft_update_tau=1.0, warmup_steps=0, eval_gap=4096,
+    )
+
+    def __init__(self, ratio_clip: float = 0.2, lambda_entropy: float = 0.0, lambda_gae_adv: float = 0.95):
+        self.ratio_clip, self.lambda_entropy, self.lambda_gae_adv = ratio_clip, lambda_entropy, lambda_gae_adv
+        self.criterion = nn.SmoothL1Loss()
+
+    def select_action(self, state: torch.Tensor) -> torch.Tensor:
+        return self.actor.distribution(state).sample()
+
+    def env_action(self, action: np.ndarray) -> np.ndarray:
+        # a Gaussian policy samples unbounded actions; the env's box is [-1, 1]
+        return action if self.if_discrete else np.tanh(action)
+
+    def update_net(self, buffer: RolloutBuffer) -> dict[str, float]:
+        """`repeat_times` epochs of minibatch steps over the latest rollout; returns mean figures."""
+        rollout = buffer.transitions
+        horizon, num_envs = rollout.reward.shape
+        with torch.no_grad():
+            value = self.get_value(rollout.state.flatten(0, 1)).view(horizon, num_envs)
+            next_value = self.get_value(rollout.next_state.flatten(0, 1)).view(horizon, num_envs)
+            advantage, value_target = compute_gae(rollout.reward * self.reward_scale, rollout.terminated, rollout.truncated,
+                                                  value, next_value, self.gamma, self.lambda_gae_adv)
+            state, action = rollout.state.flatten(0, 1), rollout.action.flatten(0, 1)
+            # the rollout's own policy is the current one: nothing was updated while exploring
+            old_log_prob = self.actor.get_logprob_entropy(state, action)[0]
+        advantage, value_target = advantage.flatten(), value_target.flatten()
+        advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+
+        sums: dict[str, torch.Tensor] = {}
+        size = advantage.numel()
+        steps = 0
+        for _ in range(max(1, round(self.repeat_times))):
+            for index in torch.randperm(size, device=self.device).split(self.batch_size):
+                obj_critic = self.criterion(self.get_value(state[index]), value_target[index])
+                log_prob, entropy = self.actor.get_logprob_entropy(state[index], action[index])
+                obj_actor = self.get_obj_actor(log_prob, old_log_prob[index], advantage[index]) - self.lambda_entropy * entropy.mean()
+                self.optimize(obj_critic, obj_actor)
+                for name, value in (("obj_critic", obj_critic), ("obj_actor", obj_actor), ("entropy", entropy.mean())):
+                    sums[name] = sums.get(name, 0.0) + value.detach()
+                steps += 1
+        return {name: float(value) / steps for name, value in sums.items()}
+
+    def get_value(self, state: torch.Tensor) -> torch.Tensor:
+        """V(state), (batch,)."""
+        return self.critic(state)
+
+    def optimize(self, obj_critic: torch.Tensor, obj_actor: torch.Tensor) -> None:
+        """One optimizer step each for the critic and the actor."""
+        self.optimizer_update(self.critic_optimizer, obj_critic)
+        self.optimizer_update(self.actor_optimizer, obj_actor)
+
+    def get_obj_actor(self, log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantage: torch.Tensor) -> torch.Tensor:
+        """The clipped surrogate objective, to minimise."""
+        ratio = (log_prob - old_log_prob).exp()
+        clipped = ratio.clamp(1.0 - self.ratio_clip, 1.0 + self.ratio_clip)
+        return -torch.min(ratio * advantage, clipped * advantage).mean()
+
+
+class AgentDiscretePPO(AgentPPO):
+    """PPO with a categorical policy, for discrete actions."""
+
+    ClassAct = ActorDiscretePPO
+    if_discrete = True
+
+
+class AgentInterPPO(AgentPPO):
+    """PPO whose actor and critic share one state encoder and learn with one optimizer."""
+
+    ClassCri = InterGPO
+    ClassAct = None  # the shared network acts too
+
+    def get_value(self, state: torch.Tensor) -> torch.Tensor:
+        return self.critic.get_value(state)
+
+    def optimize(self, obj_critic: torch.Tensor, obj_actor: torch.Tensor) -> None:
+        self.optimizer_update(self.critic_optimizer, obj_critic + obj_actor)
+
+
+class AgentA2C(AgentPPO):
+    """Advantage actor-critic (Mnih et al., 2016): the plain policy gradient, one pass per rollout."""
+
+    arg_defaults = {**AgentPPO.arg_defaults, "repeat_times": 1.0, "batch_size": 2048, "learning_rate": 1e-3}
+
+    def get_obj_actor(self, log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantage: torch.Tensor) -> torch.Tensor:
+        return -(log_prob * advantage).mean()
+
+
+class AgentDiscreteA2C(AgentA2C):
+    """A2C with a categorical policy, for discrete actions."""
+
+    ClassAct = ActorDiscretePPO
+    if_discrete = True

@@ -198,3 +198,89 @@ class InterSPG(nn.Module):
         feature_action = torch.cat((feature.detach(), action), dim=1)
         with frozen(self.q_nets):
             return [net(feature_action).squeeze(1) for net in self.q_nets]
+
+
+class ActorPPO(nn.Module):
+    """Gaussian policy with a learned, state-independent log std (PPO, A2C).
+
+    Actions are sampled unbounded, ``u ~ N(mean(s), std)``; the env receives ``tanh(u)`` (see
+    ``AgentPPO.env_action``), and ``forward(state)`` is the deterministic action ``tanh(mean)``.
+    """
+
+    def __init__(self, net_dim: int, state_dim: int, action_dim: int):
+        super().__init__()
+        self.net = build_mlp([state_dim, net_dim, net_dim, action_dim], activation=nn.Tanh)
+        self.log_std = nn.Parameter(torch.full((action_dim,), -0.5))
+
+    def forward(self, state: torch.Tensor) -> torch.Tensor:
+        return self.net(state).tanh()
+
+    def distribution(self, state: torch.Tensor) -> torch.distributions.Normal:
+        """The policy's distribution over unbounded actions u for a batch of states."""
+        return torch.distributions.Normal(self.net(state), self.log_std.exp())
+
+    def get_logprob_entropy(self, state: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """log π(action | state) and the policy's entropy, each (batch,)."""
+        dist = self.distribution(state)
+        return dist.log_prob(action).sum(dim=1), dist.entropy().sum(dim=1)
+
+
+class ActorDiscretePPO(nn.Module):
+    """Categorical policy: ``forward(state)`` gives the logits (batch, action_dim)."""
+
+    def __init__(self, net_dim: int, state_dim: int, action_dim: int):
+        super().__init__()
+        self.net = build_mlp([state_dim, net_dim, net_dim, action_dim], activation=nn.Tanh)
+
+    def forward(self, state: torch.Tensor) -> torch.Tensor:
+        return self.net(state)
+
+    def distribution(self, state: torch.Tensor) -> torch.distributions.Categorical:
+        """The policy's distribution over action indices for a batch of states."""
+        return torch.distributions.Categorical(logits=self.net(state))
+
+    def get_logprob_entropy(self, state: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """log π(action | state) for action indices (batch, 1), and the entropy, each (batch,)."""
+        dist = self.distribution(state)
+        return dist.log_prob(action.squeeze(1)), dist.entropy()
+
+
+class CriticAdv(nn.Module):
+    """State value V(state) of shape (batch,), for advantage estimates."""
+
+    def __init__(self, net_dim: int, state_dim: int, action_dim: int):
+        super().__init__()
+        self.net = build_mlp([state_dim, net_dim, net_dim, 1], activation=nn.Tanh)
+
+    def forward(self, state: torch.Tensor) -> torch.Tensor:
+        return self.net(state).squeeze(1)
+
+
+class InterGPO(nn.Module):
+    """PPO's Gaussian policy and state value on one shared state encoder (the InterPPO network).
+
+    ``forward(state)`` is the deterministic action ``tanh(mean)``; ``get_value(state)`` is V.
+    """
+
+    def __init__(self, net_dim: int, state_dim: int, action_dim: int):
+        super().__init__()
+        self.encoder = build_mlp([state_dim, net_dim, net_dim], activation=nn.Tanh, if_raw_out=False)
+        self.mean = nn.Linear(net_dim, action_dim)
+        self.log_std = nn.Parameter(torch.full((action_dim,), -0.5))
+        self.value = nn.Linear(net_dim, 1)
+
+    def forward(self, state: torch.Tensor) -> torch.Tensor:
+        return self.mean(self.encoder(state)).tanh()
+
+    def distribution(self, state: torch.Tensor) -> torch.distributions.Normal:
+        """The policy's distribution over unbounded actions u for a batch of states."""
+        return torch.distributions.Normal(self.mean(self.encoder(state)), self.log_std.exp())
+
+    def get_logprob_entropy(self, state: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """log π(action | state) and the policy's entropy, each (batch,)."""
+        dist = self.distribution(state)
+        return dist.log_prob(action).sum(dim=1), dist.entropy().sum(dim=1)
+
+    def get_value(self, state: torch.Tensor) -> torch.Tensor:
+        """V(state), (batch,)."""
+        return self.value(self.encoder(state)).squeeze(1)

@@ -77,3 +77,42 @@ class ReplayBuffer:
             raise RuntimeError("ReplayBuffer.sample_batch() on an empty buffer: extend() it with a rollout first")
         index = torch.randint(self.cur_size, (batch_size,), device=self.device)
         return Transitions(*(getattr(self, name)[index] for name in Transitions._fields))
+
+
+class RolloutBuffer:
+    """On-policy storage: the latest rollout only, as `Transitions` of shape (horizon, num_envs, ...)."""
+
+    def __init__(self, device: str | torch.device = "cpu"):
+        self.device = torch.device(device)
+        self.transitions: Transitions | None = None
+        self.add_size = 0
+
+    def __len__(self) -> int:
+        return self.add_size
+
+    def extend(self, transitions: Transitions) -> None:
+        """Replaces the stored rollout: on-policy learning uses each rollout once, then drops it."""
+        self.transitions = Transitions(*(t.to(self.device) for t in transitions))
+        self.add_size = transitions.reward.numel()
+
+
+def compute_gae(
+    reward: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor, value: torch.Tensor,
+    next_value: torch.Tensor, gamma: float, lambda_gae: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimates and value targets, in one reverse pass over the rollout.
+
+    All arguments are (horizon, num_envs); ``next_value`` is V of each transition's own
+    ``next_state``. A terminated transition has no future value; a truncated one bootstraps
+    from V(final observation), and in both cases the advantage trace stops at the episode's end
+    instead of running into the next episode. Returns (advantage, value target), each
+    (horizon, num_envs).
+    """
+    delta = reward + gamma * (~terminated).float() * next_value - value
+    continues = (~(terminated | truncated)).float() * gamma * lambda_gae
+    advantage = torch.empty_like(delta)
+    running = torch.zeros_like(delta[0])
+    for t in range(delta.shape[0] - 1, -1, -1):
+        running = delta[t] + continues[t] * running
+        advantage[t] = running
+    return advantage, advantage + value

@@ -21,7 +21,7 @@ import torch
 from elegantrl import agent as agent_module
 from elegantrl.agent import AgentBase
 from elegantrl.env import PreprocessEnv, check_env, clone_env
-from elegantrl.replay import ReplayBuffer, Transitions
+from elegantrl.replay import ReplayBuffer, RolloutBuffer, Transitions
 
 
 def _arg(default: Any, help: str, type: type | None = None, cli: bool = True) -> Any:
@@ -300,7 +300,10 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
                reward_scale=args.reward_scale, batch_size=args.batch_size, repeat_times=args.repeat_times,
                soft_update_tau=args.soft_update_tau, device=args.device)
     agent.last_state, _ = env.reset(seed=args.random_seed)
-    buffer = ReplayBuffer(args.max_memo, env.state_dim, env.action_dim, env.if_discrete, args.device)
+    if agent.if_off_policy:
+        buffer = ReplayBuffer(args.max_memo, env.state_dim, env.action_dim, env.if_discrete, args.device)
+    else:
+        buffer = RolloutBuffer(args.device)
     evaluator = Evaluator(args.cwd, eval_env, args.eval_gap, args.eval_times1, args.eval_times2,
                           args.target_return, args.random_seed, args.if_print)
     agent_name = type(agent).__name__

@@ -1,0 +1,112 @@
+"""On-policy agents: GAE with termination and truncation, PPO and A2C updates, learning."""
+
+import csv
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from elegantrl.agent import AgentA2C, AgentDiscreteA2C, AgentDiscretePPO, AgentInterPPO, AgentPPO
+from elegantrl.env import PreprocessEnv
+from elegantrl.replay import RolloutBuffer, compute_gae
+from elegantrl.run import Arguments, train_and_evaluate
+
+
+def test_gae_against_a_hand_computed_rollout_with_a_termination_and_a_truncation():
+    # one env, five steps: step 1 ends by termination, step 3 by truncation (a time limit)
+    reward = torch.tensor([[1.0], [2.0], [3.0], [4.0], [5.0]])
+    terminated = torch.tensor([[False], [True], [False], [False], [False]])
+    truncated = torch.tensor([[False], [False], [False], [True], [False]])
+    value = torch.tensor([[0.5], [1.0], [1.5], [2.0], [2.5]])
+    next_value = torch.tensor([[1.0], [9.0], [2.0], [7.0], [3.0]])  # V of each transition's own next_state
+    gamma, lam = 0.9, 0.8
+    advantage, target = compute_gae(reward, terminated, truncated, value, next_value, gamma, lam)
+
+    d4 = 5 + 0.9 * 3.0 - 2.5  # the last step bootstraps from V(next_state)
+    d3 = 4 + 0.9 * 7.0 - 2.0  # truncated: bootstraps from V(final observation) = 7 ...
+    d2 = 3 + 0.9 * 2.0 - 1.5
+    d1 = 2 + 0.0 - 1.0  # terminated: no future value (V(next_state) = 9 is ignored)
+    d0 = 1 + 0.9 * 1.0 - 0.5
+    a4 = d4
+    a3 = d3  # ... and the trace stops there: the next step belongs to another episode
+    a2 = d2 + 0.9 * 0.8 * a3
+    a1 = d1
+    a0 = d0 + 0.9 * 0.8 * a1
+    assert advantage[:, 0].tolist() == pytest.approx([a0, a1, a2, a3, a4])
+    assert target[:, 0].tolist() == pytest.approx([a0 + 0.5, a1 + 1.0, a2 + 1.5, a3 + 2.0, a4 + 2.5])
+
+
+def test_gae_runs_over_envs_independently():
+    reward = torch.ones(4, 3)
+    flags = torch.zeros(4, 3, dtype=torch.bool)
+    terminated = flags.clone()
+    terminated[1, 1] = True
+    advantage, _ = compute_gae(reward, terminated, flags, torch.zeros(4, 3), torch.zeros(4, 3), 1.0, 1.0)
+    assert advantage[:, 0].tolist() == [4.0, 3.0, 2.0, 1.0]
+    assert advantage[:, 1].tolist() == [2.0, 1.0, 2.0, 1.0]
+
+
+@pytest.mark.parametrize("agent_class, env_id", [(AgentPPO, "Pendulum-v1"), (AgentDiscretePPO, "CartPole-v1"),
+                                                 (AgentInterPPO, "Pendulum-v1"), (AgentA2C, "Pendulum-v1"),
+                                                 (AgentDiscreteA2C, "CartPole-v1")])
+def test_update_changes_the_policy_and_save_load_round_trips(agent_class, env_id, tmp_path):
+    env = PreprocessEnv(env_id)
+    agent = agent_class()
+    agent.init(16, env.state_dim, env.action_dim, batch_size=64, repeat_times=2.0)
+    assert agent.critic_target is None  # on-policy: no target network
+    agent.last_state, _ = env.reset(seed=0)
+    buffer = RolloutBuffer()
+    rollout = agent.explore_env(env, 256)
+    if not env.if_discrete:  # the policy's actions are unbounded; the env received tanh of them
+        assert rollout.action.abs().max() > 0.0
+    buffer.extend(rollout)
+    states = torch.as_tensor(np.random.default_rng(0).normal(size=(8, env.state_dim)), dtype=torch.float32)
+    before = agent.actor(states).detach().clone()
+    logs = agent.update_net(buffer)
+    assert {"obj_critic", "obj_actor", "entropy"} <= set(logs) and all(np.isfinite(list(logs.values())))
+    assert not torch.equal(before, agent.actor(states).detach())
+    agent.save_or_load_agent(str(tmp_path), if_save=True)
+    loaded = agent_class()
+    loaded.init(16, env.state_dim, env.action_dim)
+    loaded.save_or_load_agent(str(tmp_path), if_save=False)
+    assert np.array_equal(loaded.act(states.numpy()), agent.act(states.numpy()))
+
+
+def test_ppo_clipped_objective_ignores_ratios_beyond_the_clip():
+    agent = AgentPPO(ratio_clip=0.2)
+    advantage = torch.tensor([1.0, 1.0, -1.0])
+    log_prob = torch.log(torch.tensor([2.0, 1.1, 0.5]))  # ratios 2.0, 1.1, 0.5 against old_log_prob = 0
+    log_prob.requires_grad_(True)
+    objective = agent.get_obj_actor(log_prob, torch.zeros(3), advantage)
+    assert objective.item() == pytest.approx(-(1.2 + 1.1 - 0.8) / 3)
+    objective.backward()
+    assert log_prob.grad.tolist() == pytest.approx([0.0, -1.1 / 3, 0.0])  # clipped terms give no gradient
+
+
+def best_return(args):
+    with open(os.path.join(args.cwd, "recorder.csv")) as file:
+        return max(float(row["return_mean"]) for row in csv.DictReader(file))
+
+
+def test_discrete_ppo_reaches_195_on_cartpole(tmp_path):
+    args = Arguments(agent=AgentDiscretePPO(), env="CartPole-v1", random_seed=0, cwd=str(tmp_path), target_return=195.0,
+                     break_step=40_000, eval_gap=2048, eval_times1=5, eval_times2=5, if_print=False)
+    train_and_evaluate(args)
+    assert best_return(args) >= 195.0
+
+
+def test_ppo_reaches_minus_500_on_pendulum(tmp_path):
+    """Random play scores about -1200 to -1500; gamma 0.9 suits Pendulum's short horizon (as the SB3 zoo sets it)."""
+    args = Arguments(agent=AgentPPO(), env="Pendulum-v1", random_seed=0, cwd=str(tmp_path), target_return=-500.0,
+                     gamma=0.9, learning_rate=1e-3, break_step=80_000, eval_gap=4096, eval_times1=5, eval_times2=5, if_print=False)
+    train_and_evaluate(args)
+    assert best_return(args) >= -500.0
+
+
+def test_a2c_beats_random_play_on_cartpole(tmp_path):
+    """Random play scores about 22 on CartPole-v1."""
+    args = Arguments(agent=AgentDiscreteA2C(), env="CartPole-v1", random_seed=0, cwd=str(tmp_path), target_return=100.0,
+                     break_step=40_000, eval_gap=2048, eval_times1=5, eval_times2=5, if_print=False)
+    train_and_evaluate(args)
+    assert best_return(args) >= 100.0
