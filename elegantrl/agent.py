@@ -105,37 +105,56 @@ class AgentBase:
     def explore_env(self, env: Any, horizon: int, if_random: bool = False) -> Transitions:
         """Steps `env` `horizon` times from where the last rollout stopped.
 
-        Returns `Transitions` of shape ``(horizon, 1, ...)`` (see replay.py). With `if_random`
-        the actions are uniform over the action space (the warm-up before learning starts).
+        `env` is one env (a `PreprocessEnv`) or a Gymnasium vector env of them made with
+        ``autoreset_mode=SAME_STEP`` (see ``elegantrl.env.build_vector_env``), whose sub-envs all
+        step `horizon` times. Returns `Transitions` of shape ``(horizon, num_envs, ...)`` (see
+        replay.py). With `if_random` the actions are uniform over the action space (the warm-up
+        before learning starts).
         """
-        states = np.empty((horizon, self.state_dim), dtype=np.float32)
-        next_states = np.empty((horizon, self.state_dim), dtype=np.float32)
-        actions = np.empty((horizon, 1 if self.if_discrete else self.action_dim), dtype=np.int64 if self.if_discrete else np.float32)
-        rewards = np.empty(horizon, dtype=np.float32)
-        terminals = np.empty(horizon, dtype=bool)
-        truncates = np.empty(horizon, dtype=bool)
+        num_envs = getattr(env, "num_envs", 1)
+        step = self._step_vector_env if hasattr(env, "num_envs") else self._step_single_env
+        states = np.empty((horizon, num_envs, self.state_dim), dtype=np.float32)
+        next_states = np.empty_like(states)
+        action_shape = (horizon, num_envs, 1 if self.if_discrete else self.action_dim)
+        actions = np.empty(action_shape, dtype=np.int64 if self.if_discrete else np.float32)
+        rewards = np.empty((horizon, num_envs), dtype=np.float32)
+        terminals = np.empty((horizon, num_envs), dtype=bool)
+        truncates = np.empty((horizon, num_envs), dtype=bool)
 
-        state = self.last_state
-        if state is None:
-            state, _ = env.reset()
+        state = env.reset()[0] if self.last_state is None else self.last_state
+        state = np.asarray(state, dtype=np.float32).reshape(num_envs, self.state_dim)
         with torch.no_grad():
             for t in range(horizon):
                 if if_random:
-                    action = env.action_space.sample()
+                    action = np.asarray(env.action_space.sample()).reshape(num_envs, -1)
+                    if self.if_discrete:  # (num_envs,) indices, as select_action gives them
+                        action = action[:, 0]
                 else:
-                    tensor_state = torch.as_tensor(state, device=self.device).unsqueeze(0)
-                    action = self.select_action(tensor_state)[0].cpu().numpy()
-                next_state, reward, terminated, truncated, _ = env.step(self.env_action(action))
-                states[t], actions[t], rewards[t], next_states[t] = state, action, reward, next_state
-                terminals[t], truncates[t] = terminated, truncated
-                state = env.reset()[0] if terminated or truncated else next_state
+                    action = self.select_action(torch.as_tensor(state, device=self.device)).cpu().numpy()
+                states[t], actions[t] = state, action.reshape(action_shape[1:])
+                next_states[t], state, rewards[t], terminals[t], truncates[t] = step(env, self.env_action(action))
         self.last_state = state
-        self.total_steps += horizon
+        self.total_steps += horizon * num_envs
+        tensors = (states, actions, rewards, terminals, truncates, next_states)
+        return Transitions(*(torch.from_numpy(array).to(self.device) for array in tensors))
 
-        def tensor(array: np.ndarray) -> torch.Tensor:
-            return torch.from_numpy(array).unsqueeze(1).to(self.device)
+    @staticmethod
+    def _step_single_env(env: Any, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, bool, bool]:
+        """Steps one env; returns (next state, state to continue from, reward, terminated, truncated)."""
+        next_state, reward, terminated, truncated, _ = env.step(action[0])
+        state = env.reset()[0] if terminated or truncated else next_state
+        return next_state, state[np.newaxis], reward, terminated, truncated
 
-        return Transitions(*map(tensor, (states, actions, rewards, terminals, truncates, next_states)))
+    @staticmethod
+    def _step_vector_env(env: Any, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Steps a SAME_STEP-autoreset vector env; a finished sub-env's next state is its final observation."""
+        state, reward, terminated, truncated, info = env.step(action)
+        next_state = state
+        if "_final_obs" in info and info["_final_obs"].any():
+            next_state = state.copy()
+            for i in np.flatnonzero(info["_final_obs"]):
+                next_state[i] = info["final_obs"][i]
+        return next_state, state, reward, terminated, truncated
 
     def env_action(self, action: np.ndarray) -> np.ndarray:
         """The action the env receives for a stored action (the same one, except for AgentPPO)."""

@@ -225,6 +225,18 @@ def clone_env(env: PreprocessEnv) -> PreprocessEnv:
             ) from copy_error
 
 
+def build_vector_env(env: PreprocessEnv, num_envs: int, if_async: bool = False) -> gym.vector.VectorEnv:
+    """`num_envs` independent copies of `env` stepped as one Gymnasium vector env.
+
+    Sub-envs reset in the same step that ends their episode (``AutoresetMode.SAME_STEP``), with
+    the final observation in ``info["final_obs"]``, so that no transition pairs the last state
+    of one episode with the first state of the next. ``if_async`` steps them in worker processes.
+    """
+    make_copies = [lambda: clone_env(env) for _ in range(num_envs)]
+    vector_class = gym.vector.AsyncVectorEnv if if_async else gym.vector.SyncVectorEnv
+    return vector_class(make_copies, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+
+
 def check_env(env: Any, steps: int = 20) -> list[str]:
     """Checks, before any training, that `env` follows the Gym API the way elegantrl needs it.
 

@@ -20,7 +20,7 @@ import torch
 
 from elegantrl import agent as agent_module
 from elegantrl.agent import AgentBase
-from elegantrl.env import PreprocessEnv, check_env, clone_env
+from elegantrl.env import PreprocessEnv, build_vector_env, check_env, clone_env
 from elegantrl.replay import ReplayBuffer, RolloutBuffer, Transitions
 
 
@@ -53,7 +53,9 @@ class Arguments:
     net_dim: int | None = _arg(None, "width of the hidden layers", int)
     batch_size: int | None = _arg(None, "transitions per gradient step", int)
     repeat_times: float | None = _arg(None, "times each collected transition is used in gradient steps, on average", float)
-    target_step: int | None = _arg(None, "env steps collected per round between updates", int)
+    target_step: int | None = _arg(None, "env steps collected per round between updates, per env", int)
+    num_envs: int = _arg(1, "envs explored at once (a gymnasium vector env); each round collects target_step × num_envs", int)
+    if_async_envs: bool = _arg(False, "step the num_envs envs in worker processes instead of in turn", bool)
     max_memo: int | None = _arg(None, "replay buffer capacity in transitions", int)
     warmup_steps: int | None = _arg(None, "env steps of uniformly random actions before learning", int)
     learning_rate: float | None = _arg(None, "Adam learning rate", float)
@@ -131,13 +133,16 @@ class Arguments:
             if isinstance(value, bool) != (expected is bool) or not isinstance(value, kinds):
                 raise TypeError(f"Arguments.{spec.name} must be {expected.__name__}, got {value!r} ({type(value).__name__})")
         positive = ["net_dim", "batch_size", "repeat_times", "target_step", "max_memo", "learning_rate", "break_step",
-                    "eval_gap", "eval_times1", "num_threads"]
+                    "eval_gap", "eval_times1", "num_threads", "num_envs"]
         for name in positive:
             if not getattr(self, name) > 0:
                 raise ValueError(f"Arguments.{name} must be positive, got {getattr(self, name)!r}")
         for name in ["warmup_steps", "eval_times2"]:
             if getattr(self, name) < 0:
                 raise ValueError(f"Arguments.{name} must be zero or positive, got {getattr(self, name)!r}")
+        if self.if_on_policy and self.warmup_steps:
+            raise ValueError(f"warmup_steps={self.warmup_steps}, but {type(self.agent).__name__} learns on-policy, only from "
+                             f"rollouts of its own policy: random warm-up steps would be thrown away. Set warmup_steps=0")
         if not 0.0 < self.gamma <= 1.0:
             raise ValueError(f"Arguments.gamma must be in (0, 1], got {self.gamma}")
         if not 0.0 < self.soft_update_tau <= 1.0:
@@ -277,9 +282,11 @@ def check_finite(transitions: Transitions, first_step: int, env_name: str, cwd: 
     """Raises if the env produced a NaN or inf state or reward, naming the env step."""
     bad = ~(torch.isfinite(transitions.reward) & torch.isfinite(transitions.state).all(-1) & torch.isfinite(transitions.next_state).all(-1))
     if bad.any():
-        step = first_step + int(bad.flatten().nonzero()[0]) + 1
+        index = int(bad.flatten().nonzero()[0])  # time-major: the env steps in the order they were taken
+        num_envs = bad.shape[1] if bad.dim() > 1 else 1
+        which = f" (sub-env {index % num_envs} of {num_envs})" if num_envs > 1 else ""
         raise FloatingPointError(
-            f"env {env_name!r} returned a non-finite state or reward at env step {step}; training stopped. "
+            f"env {env_name!r} returned a non-finite state or reward at env step {first_step + index + 1}{which}; training stopped. "
             f"The best actor so far is kept in {cwd}. Check the env's step(), or clip its outputs."
         )
 
@@ -299,7 +306,8 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
     agent.init(args.net_dim, env.state_dim, env.action_dim, learning_rate=args.learning_rate, gamma=args.gamma,
                reward_scale=args.reward_scale, batch_size=args.batch_size, repeat_times=args.repeat_times,
                soft_update_tau=args.soft_update_tau, device=args.device)
-    agent.last_state, _ = env.reset(seed=args.random_seed)
+    explore_env = build_vector_env(env, args.num_envs, args.if_async_envs) if args.num_envs > 1 else env
+    agent.last_state, _ = explore_env.reset(seed=args.random_seed)
     if agent.if_off_policy:
         buffer = ReplayBuffer(args.max_memo, env.state_dim, env.action_dim, env.if_discrete, args.device)
     else:
@@ -313,12 +321,12 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
     logs: dict[str, float] = {}
     try:
         if args.warmup_steps:
-            transitions = agent.explore_env(env, args.warmup_steps, if_random=True)
+            transitions = agent.explore_env(explore_env, -(-args.warmup_steps // args.num_envs), if_random=True)
             check_finite(transitions, 0, env.env_name, args.cwd)
             buffer.extend(transitions)
         while agent.total_steps < args.break_step:
             first_step = agent.total_steps
-            transitions = agent.explore_env(env, args.target_step)
+            transitions = agent.explore_env(explore_env, args.target_step)
             check_finite(transitions, first_step, env.env_name, args.cwd)
             buffer.extend(transitions)
             logs = agent.update_net(buffer)
@@ -334,6 +342,8 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
         print(f"\nstopped by Ctrl-C at env step {agent.total_steps:,d}; the best actor is kept in {args.cwd}")
     finally:
         torch.set_num_threads(user_threads)
+        if explore_env is not env:
+            explore_env.close()
         agent.save_or_load_agent(args.cwd, if_save=True)
         if evaluator.records:
             evaluator.save_curve(f"{agent_name} on {env.env_name}, seed {args.random_seed}")

@@ -47,6 +47,7 @@ def test_twin_target_takes_the_smaller_head_and_respects_termination():
 
 
 def test_explore_env_pairs_each_state_with_its_own_next_state_across_episode_ends():
+    torch.manual_seed(0)
     env = PreprocessEnv(gym.make("CartPole-v1", max_episode_steps=10))  # truncates every 10 steps unless it falls
     agent = AgentDQN()
     agent.init(16, env.state_dim, env.action_dim)
@@ -59,7 +60,8 @@ def test_explore_env_pairs_each_state_with_its_own_next_state_across_episode_end
     for t in range(59):
         continues = torch.equal(rollout.state[t + 1], rollout.next_state[t])
         assert continues != bool(done[t])  # after an episode end the next state is a reset, never the final obs
-    assert agent.total_steps == 60 and np.array_equal(agent.last_state, rollout.next_state[-1, 0].numpy()) != bool(done[-1])
+    assert agent.total_steps == 60
+    assert np.array_equal(agent.last_state[0], rollout.next_state[-1, 0].numpy()) != bool(done[-1])
 
 
 def test_explore_rate_decays_on_schedule():

@@ -110,3 +110,47 @@ def test_a2c_beats_random_play_on_cartpole(tmp_path):
                      break_step=40_000, eval_gap=2048, eval_times1=5, eval_times2=5, if_print=False)
     train_and_evaluate(args)
     assert best_return(args) >= 100.0
+
+
+@pytest.mark.parametrize("if_async", [False, True])
+def test_vector_env_rollouts_never_pair_one_episode_with_the_next(if_async):
+    import gymnasium as gym
+
+    from elegantrl.env import build_vector_env
+
+    torch.manual_seed(0)
+    env = build_vector_env(PreprocessEnv(gym.make("CartPole-v1", max_episode_steps=15)), num_envs=3, if_async=if_async)
+    try:
+        agent = AgentDiscretePPO()
+        agent.init(16, 4, 2)
+        agent.last_state, _ = env.reset(seed=0)
+        rollout = agent.explore_env(env, 40)
+    finally:
+        env.close()
+    assert rollout.state.shape == (40, 3, 4) and rollout.action.shape == (40, 3, 1) and agent.total_steps == 120
+    done = rollout.terminated | rollout.truncated
+    assert rollout.truncated.any() and rollout.terminated.any()
+    for t in range(39):
+        for i in range(3):
+            continues = torch.equal(rollout.state[t + 1, i], rollout.next_state[t, i])
+            assert continues != bool(done[t, i])  # a finished episode's next_state is its final observation
+
+
+@pytest.mark.parametrize("agent_name", ["DiscretePPO", "D3QN"])
+def test_training_with_a_vector_of_envs(agent_name, tmp_path):
+    from elegantrl import agent as agents
+
+    warmup_steps = 0 if agent_name == "DiscretePPO" else 128
+    args = Arguments(agent=getattr(agents, "Agent" + agent_name)(), env="CartPole-v1", num_envs=4, cwd=str(tmp_path),
+                     net_dim=16, batch_size=64, target_step=64, warmup_steps=warmup_steps, break_step=1024, eval_gap=512,
+                     eval_times1=2, eval_times2=0, if_print=False)
+    agent = train_and_evaluate(args)
+    assert agent.total_steps == 1024 + (128 if warmup_steps else 0)  # rounds of 64 steps x 4 envs, after the warm-up
+    with open(os.path.join(args.cwd, "recorder.csv")) as file:
+        expected = ["512", "1024"] if warmup_steps == 0 else ["640", "1152"]  # the first round ending past each 512
+        assert [row["step"] for row in csv.DictReader(file)] == expected
+
+
+def test_random_warm_up_is_refused_for_on_policy_agents(tmp_path):
+    with pytest.raises(ValueError, match="learns on-policy.*warmup_steps=0"):
+        Arguments(agent=AgentPPO(), env="Pendulum-v1", warmup_steps=100, cwd=str(tmp_path)).init_before_training()
