@@ -15,6 +15,8 @@ run). See benchmarks/README.md for the protocol and how to add a row.
 
 ``--rows sac-throughput`` is a different measurement (`run_sac_throughput`): gradient steps per
 second of elegantrl's SAC learner against `PlainSAC`, the same update written directly in torch.
+``--rows env-throughput`` (`run_env_throughput`) measures env steps per second collected by
+elegantrl's ``explore_env`` against the raw gymnasium env stepped with random actions.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import argparse
 import copy
 import csv
 import datetime
+import functools
 import json
 import math
 import os
@@ -151,12 +154,54 @@ def zoo_td3(budget: int) -> dict[str, Any]:
     )
 
 
+def zoo_ppo_cartpole(budget: int) -> dict[str, Any]:
+    """SB3 PPO on CartPole-v1 as rl-baselines3-zoo tunes it (hyperparams/ppo.yml, n_timesteps 1e5).
+
+    The zoo's ``lin_0.001`` and ``lin_0.2`` decay the learning rate and the clip range linearly to 0
+    over its 1e5 steps. SB3 feeds schedules the fraction of *our* budget left, so we stretch the line
+    by 1e5 / budget: at env step t the value is start × (1 - t / 1e5) whatever the budget.
+    """
+    zoo_timesteps = 100_000
+    return dict(
+        policy="MlpPolicy",
+        n_envs=8,
+        n_steps=32,
+        batch_size=256,
+        gae_lambda=0.8,
+        gamma=0.98,
+        n_epochs=20,
+        ent_coef=0.0,
+        learning_rate=LinearSchedule(start=1e-3, end=0.0, end_fraction=zoo_timesteps / budget),
+        clip_range=LinearSchedule(start=0.2, end=0.0, end_fraction=zoo_timesteps / budget),
+    )
+
+
+def zoo_ppo_lunarlander(budget: int) -> dict[str, Any]:
+    """SB3 PPO on LunarLander as rl-baselines3-zoo tunes it (hyperparams/ppo.yml, LunarLander-v2, n_timesteps 1e6).
+
+    No schedule: the rest (learning_rate 3e-4, clip_range 0.2, net_arch [64, 64]) is SB3's default.
+    """
+    return dict(
+        policy="MlpPolicy",
+        n_envs=16,
+        n_steps=1024,
+        batch_size=64,
+        gae_lambda=0.98,
+        gamma=0.999,
+        n_epochs=4,
+        ent_coef=0.01,
+    )
+
+
 SAC_DEFAULTS_NOTE = ("SB3 defaults for the rest: buffer_size=1e6, batch_size=256, learning_starts=100, tau=0.005, "
                      "gamma=0.99, train_freq=1, gradient_steps=1, ent_coef='auto', net_arch=[256, 256]")
 TD3_NOTE = ("zoo td3.yml as updated with SB3 2.3 (train_freq=1, gradient_steps=1; older zoo versions had "
             "train_freq=(1, 'episode'), gradient_steps=-1: the same one gradient step per env step); "
             "noise_type=normal, noise_std=0.1 is NormalActionNoise(0, 0.1) in SB3's [-1, 1] action units; "
             "batch_size is SB3's default 256; the first 10,000 env steps are uniformly random (learning_starts)")
+
+PPO_DEFAULTS_NOTE = ("SB3 defaults for the rest: vf_coef=0.5, max_grad_norm=0.5, normalize_advantage=True, "
+                     "net_arch=dict(pi=[64, 64], vf=[64, 64]) with tanh, no observation or reward normalisation")
 
 ROWS: dict[str, Row] = {
     "dqn-cartpole": Row(
@@ -206,6 +251,29 @@ ROWS: dict[str, Row] = {
         agents=("AgentTD3",),
         eval_gap=5000,
         sb3_note="the zoo's LunarLanderContinuous entry (-v2 in the zoo's file); " + TD3_NOTE,
+    ),
+    "ppo-cartpole": Row(
+        env_id="CartPole-v1",
+        target=475.0,
+        budget=100_000,
+        sb3_algo="PPO",
+        sb3_hyperparams=zoo_ppo_cartpole,
+        agents=("AgentDiscretePPO", "AgentDiscreteA2C"),
+        sb3_note="8 envs (make_vec_env); learning_rate lin_0.001 and clip_range lin_0.2 kept in env steps: "
+                 "start × (1 - t / 1e5), i.e. end_fraction = 1e5 / budget; " + PPO_DEFAULTS_NOTE,
+        elegantrl_args=dict(num_envs=8),
+    ),
+    "ppo-lunarlander": Row(
+        env_id="LunarLander-v3",
+        target=200.0,
+        budget=1_000_000,
+        sb3_algo="PPO",
+        sb3_hyperparams=zoo_ppo_lunarlander,
+        agents=("AgentDiscretePPO",),
+        eval_gap=10_000,
+        sb3_note="the zoo's LunarLander-v2 entry (gymnasium 1.x has only -v3, the same task with bug fixes); 16 envs (make_vec_env); "
+                 "learning_rate 3e-4 and clip_range 0.2 are SB3's defaults; " + PPO_DEFAULTS_NOTE,
+        elegantrl_args=dict(num_envs=8),
     ),
 }
 
@@ -530,11 +598,20 @@ class PlainSAC:
         self.actor_optimizer.step()
 
 
-def updates_per_second(update: Callable[[], int]) -> float:
-    """Times one call of `update`, which returns how many gradient steps it did."""
+def ratio_cells(ours: list[float], ceiling: list[float]) -> str:
+    """Table cells for interleaved timings: both medians, the ratio of the medians, and the per-pair
+    ratios' median and quartiles (pairs are neighbouring timings, which see the same machine drift)."""
+    pairs = [a / b for a, b in zip(ours, ceiling)]
+    quartiles = statistics.quantiles(pairs, n=4) if len(pairs) > 1 else [pairs[0], pairs[0], pairs[0]]
+    return (f"{fmt(median(ours))} | {fmt(median(ceiling))} | {median(ours) / median(ceiling):.3f} "
+            f"| {median(pairs):.3f} ({quartiles[0]:.3f}–{quartiles[2]:.3f})")
+
+
+def per_second(work: Callable[[], int]) -> float:
+    """Times one call of `work`, which returns how much it did (gradient steps, env steps): the rate."""
     start = time.perf_counter()
-    steps = update()
-    return steps / (time.perf_counter() - start)
+    done = work()
+    return done / (time.perf_counter() - start)
 
 
 def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int, ...] = (128, 256),
@@ -585,7 +662,7 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
         plain_update(20)
         for repeat in range(repeats):
             for library, update in ((OURS, elegantrl_update), ("plain-pytorch", plain_update)):
-                records.append(dict(net_dim=net_dim, repeat=repeat, library=library, updates_per_s=updates_per_second(update)))
+                records.append(dict(net_dim=net_dim, repeat=repeat, library=library, updates_per_s=per_second(update)))
                 print(f"[sac-throughput net_dim {net_dim} repeat {repeat}] {library}: {records[-1]['updates_per_s']:.1f} updates/s", flush=True)
 
     lines = ["| net_dim | elegantrl updates/s | plain PyTorch updates/s | ratio of medians elegantrl / plain "
@@ -593,10 +670,7 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
     for net_dim in net_dims:
         ours = [r["updates_per_s"] for r in records if r["net_dim"] == net_dim and r["library"] == OURS]
         plain_rates = [r["updates_per_s"] for r in records if r["net_dim"] == net_dim and r["library"] != OURS]
-        pairs = [a / b for a, b in zip(ours, plain_rates)]
-        quartiles = statistics.quantiles(pairs, n=4) if len(pairs) > 1 else [pairs[0], pairs[0], pairs[0]]
-        lines.append(f"| {net_dim} | {fmt(median(ours))} | {fmt(median(plain_rates))} | {median(ours) / median(plain_rates):.3f} "
-                     f"| {median(pairs):.3f} ({quartiles[0]:.3f}–{quartiles[2]:.3f}) |")
+        lines.append(f"| {net_dim} | {ratio_cells(ours, plain_rates)} |")
     table = "\n".join(lines) + "\n"
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "sac-throughput.csv"), "w", newline="") as file:
@@ -624,7 +698,125 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
     return True
 
 
-THROUGHPUT_ROWS: dict[str, Callable[..., bool]] = {"sac-throughput": run_sac_throughput}
+# ---- exploration throughput: elegantrl's explore_env against the raw env with random actions --
+
+
+def raw_env_stepper(env_id: str, num_envs: int, seed: int = 0) -> Callable[[int], int]:
+    """The ceiling: the plain gymnasium env (or a sync vector env of `num_envs`) with random actions.
+
+    Returns a function that steps it `horizon` times (per env) and returns the env steps taken. One
+    env is reset when its episode ends; the vector env resets its sub-envs in the same step, the
+    autoreset mode elegantrl's `build_vector_env` uses, so both do the same resets.
+    """
+    if num_envs == 1:
+        env = gym.make(env_id)
+        env.reset(seed=seed)
+        env.action_space.seed(seed)
+
+        def step(horizon: int) -> int:
+            for _ in range(horizon):
+                _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+                if terminated or truncated:
+                    env.reset()
+            return horizon
+    else:
+        env = gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync",
+                           vector_kwargs=dict(autoreset_mode=gym.vector.AutoresetMode.SAME_STEP))
+        env.reset(seed=seed)
+        env.action_space.seed(seed)
+
+        def step(horizon: int) -> int:
+            for _ in range(horizon):
+                env.step(env.action_space.sample())
+            return horizon * num_envs
+    return step
+
+
+def elegantrl_explorer(env_id: str, agent_name: str, num_envs: int, seed: int = 0) -> Callable[[int], int]:
+    """elegantrl's collection: `agent.explore_env` with the agent's own (untrained) policy.
+
+    The agent is built with ``init(64, ...)`` (the PPO family's net_dim) on one `PreprocessEnv`, or on
+    ``build_vector_env(PreprocessEnv(env_id), num_envs)``. Returns a function that collects `horizon`
+    steps per env and returns the env steps taken.
+    """
+    from elegantrl import agent as agent_module
+    from elegantrl.env import PreprocessEnv, build_vector_env
+
+    single = PreprocessEnv(env_id)
+    env = single if num_envs == 1 else build_vector_env(single, num_envs)
+    torch.manual_seed(seed)
+    agent = getattr(agent_module, agent_name)()
+    agent.init(64, single.state_dim, single.action_dim, device="cpu")
+    agent.last_state, _ = env.reset(seed=seed)
+
+    def step(horizon: int) -> int:
+        before = agent.total_steps
+        agent.explore_env(env, horizon)
+        return agent.total_steps - before
+    return step
+
+
+def run_env_throughput(out: str, command: str, repeats: int, steps: int = 4096,
+                       cases: tuple[tuple[str, str], ...] = (("CartPole-v1", "AgentDiscretePPO"), ("Pendulum-v1", "AgentPPO")),
+                       env_counts: tuple[int, ...] = (1, 8)) -> bool:
+    """Measures env steps per second collected by elegantrl's `explore_env` against the raw env.
+
+    Per (env, agent) and number of envs: a warm-up of each, then `repeats` timings interleaved
+    (elegantrl, raw, elegantrl, ...), `steps` env steps per timing (``steps // num_envs`` per env).
+    elegantrl's number includes its policy's forward pass and sampling, `PreprocessEnv` and the
+    rollout arrays; the raw one is the env alone with ``action_space.sample()``, so the ratio
+    elegantrl / raw is the share of the env's own speed that exploration keeps.
+    Writes ``out/env-throughput.md`` and ``.csv``; returns True.
+    """
+    torch.set_num_threads(1)
+    records: list[dict[str, Any]] = []
+    for env_id, agent_name in cases:
+        for num_envs in env_counts:
+            horizon = steps // num_envs
+            collectors = ((OURS, elegantrl_explorer(env_id, agent_name, num_envs)), ("raw-gymnasium", raw_env_stepper(env_id, num_envs)))
+            for _, collect in collectors:  # warm-up: first-call costs, allocator
+                collect(horizon // 4)
+            for repeat in range(repeats):
+                for library, collect in collectors:
+                    rate = per_second(functools.partial(collect, horizon))
+                    records.append(dict(env_id=env_id, agent=agent_name, num_envs=num_envs, repeat=repeat, library=library, steps_per_s=rate))
+                    print(f"[env-throughput {env_id} {num_envs} env(s) repeat {repeat}] {library}: {rate:,.0f} env steps/s", flush=True)
+
+    lines = ["| env | elegantrl agent | envs | elegantrl env steps/s | raw env steps/s (random actions) "
+             "| ratio of medians elegantrl / raw | per-pair ratios: median (quartiles) |", "|---|---|---|---|---|---|---|"]
+    for env_id, agent_name in cases:
+        for num_envs in env_counts:
+            rates = {library: [r["steps_per_s"] for r in records
+                               if r["env_id"] == env_id and r["num_envs"] == num_envs and r["library"] == library]
+                     for library in (OURS, "raw-gymnasium")}
+            lines.append(f"| {env_id} | {agent_name.removeprefix('Agent')} | {num_envs} | {ratio_cells(rates[OURS], rates['raw-gymnasium'])} |")
+    table = "\n".join(lines) + "\n"
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "env-throughput.csv"), "w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=["row", *records[0]])
+        writer.writeheader()
+        writer.writerows({"row": "env-throughput", **r} for r in records)
+    with open(os.path.join(out, "env-throughput.md"), "w") as file:
+        file.write(
+            "# env-throughput: env steps per second collected by elegantrl against the raw env\n\n"
+            f"- Command: `{command}`\n"
+            f"- Date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}\n"
+            f"- Machine: {machine()}\n"
+            "- elegantrl: `agent.explore_env(env, horizon)` with the agent's own stochastic policy after `agent.init(64, ...)` "
+            "(untrained), on `PreprocessEnv(id)` for 1 env and `build_vector_env(PreprocessEnv(id), 8)` (SyncVectorEnv, "
+            "same-step autoreset) for 8; it includes the policy's forward pass and sampling, the wrapper and the rollout arrays.\n"
+            "- Raw ceiling: `gym.make(id)` stepped with `env.action_space.sample()` and reset when an episode ends, or "
+            "`gym.make_vec(id, num_envs=8, vectorization_mode='sync')` with the same same-step autoreset.\n"
+            f"- Timing: one torch thread, CPU; per case a warm-up of each, then {repeats} repeats interleaved (elegantrl, raw, "
+            f"elegantrl, ...), {steps:,d} env steps per timing; medians over repeats; the ratio is of the medians; the per-pair "
+            "ratios compare neighbouring timings (median and interquartile range).\n\n"
+            + table
+        )
+    print("\n## env-throughput\n\n" + table)
+    return True
+
+
+THROUGHPUT_ROWS: dict[str, Callable[..., bool]] = {"sac-throughput": run_sac_throughput, "env-throughput": run_env_throughput}
 
 
 def main() -> int:
@@ -636,7 +828,7 @@ def main() -> int:
     parser.add_argument("--budget", type=int, default=None, help="env steps per run, overriding each row's budget (for smoke tests)")
     parser.add_argument("--out", default=os.path.join(HERE, "results"), help="where the .md and .csv reports go (default: benchmarks/results)")
     parser.add_argument("--work-dir", default=os.path.join(HERE, "runs"), help="run folders of the jobs (default: benchmarks/runs, git-ignored)")
-    parser.add_argument("--repeats", type=int, default=30, help="timings per library and net_dim in sac-throughput (default: 30)")
+    parser.add_argument("--repeats", type=int, default=30, help="timings per library and case in sac-throughput and env-throughput (default: 30)")
     parser.add_argument("--job", help=argparse.SUPPRESS)  # internal: the JSON of one Job, run in this process
     options = parser.parse_args()
     if options.job:

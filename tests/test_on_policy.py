@@ -154,3 +154,20 @@ def test_training_with_a_vector_of_envs(agent_name, tmp_path):
 def test_random_warm_up_is_refused_for_on_policy_agents(tmp_path):
     with pytest.raises(ValueError, match="learns on-policy.*warmup_steps=0"):
         Arguments(agent=AgentPPO(), env="Pendulum-v1", warmup_steps=100, cwd=str(tmp_path)).init_before_training()
+
+
+def test_single_file_tutorial_solves_cartpole_195_as_a_script(tmp_path):
+    import subprocess
+    import sys
+
+    tutorial = os.path.join(os.path.dirname(__file__), "..", "examples", "tutorial_single_file_ppo.py")
+    with open(tutorial) as file:
+        source = file.read()
+    imports = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
+    assert imports and not any("elegantrl" in line for line in imports)  # a lesson that stands alone
+    assert len(source.splitlines()) <= 300
+    result = subprocess.run([sys.executable, tutorial, "--env", "CartPole-v1", "--target-return", "195", "--break-step", "40960"],
+                            capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    best = float(result.stdout.strip().splitlines()[-2].split()[-1])  # the last progress line's best column
+    assert best >= 195.0, result.stdout
