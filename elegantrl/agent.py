@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from elegantrl.net import (
-    Actor, ActorDiscretePPO, ActorPPO, ActorSAC, Critic, CriticAdv, CriticTwin, InterGPO, InterSPG, QNet, QNetDuel, QNetTwin, QNetTwinDuel, frozen,
+    Actor, ActorDiscretePPO, ActorPPO, ActorSAC, Critic, CriticAdv, CriticTwin, InterGPO, InterSPG, QNet, QNetDuel, QNetTwin, QNetTwinDuel, StateNorm, frozen,
 )
 from elegantrl.replay import ReplayBuffer, RolloutBuffer, Transitions, compute_gae
 
@@ -67,6 +67,10 @@ class AgentBase:
         self.last_state: np.ndarray | None = None  # where the next rollout continues
         self._update_credit = 0.0  # fractional gradient steps carried to the next update_net
         self.update_count = 0  # critic gradient steps so far
+        # running state statistics for update_state_norm; tensors, so that checkpoints keep them
+        self.state_count = torch.zeros((), device=self.device)
+        self.state_mean = torch.zeros(state_dim, device=self.device)
+        self.state_var = torch.ones(state_dim, device=self.device)
 
         self.critic = self.ClassCri(net_dim, state_dim, action_dim).to(self.device)
         self.critic_target = self._frozen_copy(self.critic) if self.if_off_policy else None
@@ -159,6 +163,30 @@ class AgentBase:
     def env_action(self, action: np.ndarray) -> np.ndarray:
         """The action the env receives for a stored action (the same one, except for AgentPPO)."""
         return action
+
+    @torch.no_grad()
+    def update_state_norm(self, states: torch.Tensor) -> None:
+        """Merges a batch of states into the running mean and variance and sets every `StateNorm`.
+
+        The statistics live in the networks (buffers), so a saved actor normalises its input the
+        same way after loading. Call it between rollouts, never during one: an on-policy agent's
+        rollout and its update must see the same policy.
+        """
+        states = states.reshape(-1, self.state_dim).to(self.device)
+        count = float(states.shape[0])
+        total = self.state_count + count
+        delta = states.mean(dim=0) - self.state_mean
+        # Chan et al.'s parallel merge of two sets' moments
+        self.state_var.copy_((self.state_var * self.state_count + states.var(dim=0, unbiased=False) * count
+                              + delta.square() * self.state_count * count / total) / total)
+        self.state_mean.add_(delta * count / total)
+        self.state_count.copy_(total)
+        std = self.state_var.sqrt().clamp_min(1e-4)  # a constant state feature is left unscaled rather than blown up
+        for part in self._saved_parts().values():
+            if isinstance(part, nn.Module):
+                for module in part.modules():
+                    if isinstance(module, StateNorm):
+                        module.set(self.state_mean, std)
 
     # ---- learning -----------------------------------------------------------------------------
 
@@ -512,7 +540,7 @@ class AgentPPO(AgentBase):
         self.criterion = nn.SmoothL1Loss()
 
     def select_action(self, state: torch.Tensor) -> torch.Tensor:
-        return self.actor.distribution(state).sample()
+        return self.actor.sample_action(state)
 
     def env_action(self, action: np.ndarray) -> np.ndarray:
         # a Gaussian policy samples unbounded actions; the env's box is [-1, 1]

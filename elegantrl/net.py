@@ -14,12 +14,40 @@ import torch
 from torch import nn
 
 
+class StateNorm(nn.Module):
+    """(input - mean) / std, with the statistics as buffers so that they are saved with the network.
+
+    The identity until ``AgentBase.update_state_norm`` sets them (``Arguments.if_state_norm``).
+    Where the input is a state followed by an action (a Q critic), only the state part is set.
+    """
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(dim))
+        self.register_buffer("std", torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.mean) / self.std
+
+    @torch.no_grad()
+    def set(self, mean: torch.Tensor, std: torch.Tensor) -> None:
+        """Sets the statistics of the first ``len(mean)`` input features (the state's)."""
+        self.mean[: len(mean)] = mean
+        self.std[: len(std)] = std
+
+
 def build_mlp(dims: Sequence[int], activation: type[nn.Module] = nn.ReLU, if_raw_out: bool = True) -> nn.Sequential:
-    """Linear layers of sizes ``dims[0] -> dims[1] -> ... -> dims[-1]`` with `activation` between.
+    """`StateNorm`, then linear layers of sizes ``dims[0] -> ... -> dims[-1]`` with `activation` between.
 
     With ``if_raw_out`` the last layer has no activation (an output layer); without it the MLP
-    ends in `activation` (an encoder whose output feeds further heads).
+    ends in `activation` (an encoder whose output feeds further heads). Every MLP here that reads
+    states starts with a `StateNorm`; those that read features are built with `build_head`.
     """
+    return nn.Sequential(StateNorm(dims[0]), *build_head(dims, activation, if_raw_out))
+
+
+def build_head(dims: Sequence[int], activation: type[nn.Module] = nn.ReLU, if_raw_out: bool = True) -> nn.Sequential:
+    """`build_mlp` without the `StateNorm`, for layers that read features, not states."""
     layers: list[nn.Module] = []
     for dim_in, dim_out in zip(dims[:-1], dims[1:]):
         layers += [nn.Linear(dim_in, dim_out), activation()]
@@ -176,7 +204,7 @@ class InterSPG(nn.Module):
         super().__init__()
         self.encoder = build_mlp([state_dim, net_dim, net_dim], if_raw_out=False)
         self.actor_head = GaussianHead(net_dim, action_dim)
-        self.q_nets = nn.ModuleList(build_mlp([net_dim + action_dim, net_dim, 1]) for _ in range(2))
+        self.q_nets = nn.ModuleList(build_head([net_dim + action_dim, net_dim, 1]) for _ in range(2))
 
     def forward(self, state: torch.Tensor) -> torch.Tensor:
         return self.actor_head(self.encoder(state))
@@ -217,7 +245,12 @@ class ActorPPO(nn.Module):
 
     def distribution(self, state: torch.Tensor) -> torch.distributions.Normal:
         """The policy's distribution over unbounded actions u for a batch of states."""
-        return torch.distributions.Normal(self.net(state), self.log_std.exp())
+        return torch.distributions.Normal(self.net(state), self.log_std.exp(), validate_args=False)
+
+    def sample_action(self, state: torch.Tensor) -> torch.Tensor:
+        """An exploration action u ~ N(mean, std), (batch, action_dim); cheaper than distribution().sample()."""
+        mean = self.net(state)
+        return mean + self.log_std.exp() * torch.randn_like(mean)
 
     def get_logprob_entropy(self, state: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """log π(action | state) and the policy's entropy, each (batch,)."""
@@ -237,7 +270,11 @@ class ActorDiscretePPO(nn.Module):
 
     def distribution(self, state: torch.Tensor) -> torch.distributions.Categorical:
         """The policy's distribution over action indices for a batch of states."""
-        return torch.distributions.Categorical(logits=self.net(state))
+        return torch.distributions.Categorical(logits=self.net(state), validate_args=False)
+
+    def sample_action(self, state: torch.Tensor) -> torch.Tensor:
+        """Sampled action indices, (batch,); cheaper per env step than distribution().sample()."""
+        return torch.multinomial(self.net(state).softmax(dim=1), 1).squeeze(1)
 
     def get_logprob_entropy(self, state: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """log π(action | state) for action indices (batch, 1), and the entropy, each (batch,)."""
@@ -274,7 +311,12 @@ class InterGPO(nn.Module):
 
     def distribution(self, state: torch.Tensor) -> torch.distributions.Normal:
         """The policy's distribution over unbounded actions u for a batch of states."""
-        return torch.distributions.Normal(self.mean(self.encoder(state)), self.log_std.exp())
+        return torch.distributions.Normal(self.mean(self.encoder(state)), self.log_std.exp(), validate_args=False)
+
+    def sample_action(self, state: torch.Tensor) -> torch.Tensor:
+        """An exploration action u ~ N(mean, std), (batch, action_dim)."""
+        mean = self.mean(self.encoder(state))
+        return mean + self.log_std.exp() * torch.randn_like(mean)
 
     def get_logprob_entropy(self, state: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """log π(action | state) and the policy's entropy, each (batch,)."""

@@ -62,6 +62,7 @@ class Arguments:
     soft_update_tau: float | None = _arg(None, "target networks move this fraction toward the online ones per step", float)
     gamma: float = _arg(0.99, "discount factor per env step", float)
     reward_scale: float = _arg(1.0, "rewards are multiplied by this in the learning targets", float)
+    if_state_norm: bool = _arg(False, "normalise states by running mean and std (kept in the saved networks)", bool)
 
     break_step: int = _arg(2**20, "stop after this many env steps", int)
     if_allow_break: bool = _arg(True, "stop as soon as an evaluation reaches the env's target return", bool)
@@ -324,12 +325,16 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
             transitions = agent.explore_env(explore_env, -(-args.warmup_steps // args.num_envs), if_random=True)
             check_finite(transitions, 0, env.env_name, args.cwd)
             buffer.extend(transitions)
+            if args.if_state_norm:
+                agent.update_state_norm(transitions.state)
         while agent.total_steps < args.break_step:
             first_step = agent.total_steps
             transitions = agent.explore_env(explore_env, args.target_step)
             check_finite(transitions, first_step, env.env_name, args.cwd)
             buffer.extend(transitions)
             logs = agent.update_net(buffer)
+            if args.if_state_norm:  # after the update: a rollout and its update see the same normalisation
+                agent.update_state_norm(transitions.state)
             if_reach_goal = evaluator.evaluate_and_save(agent, agent.total_steps, logs)
             if if_reach_goal and args.if_allow_break:
                 if args.if_print:

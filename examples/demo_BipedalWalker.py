@@ -28,8 +28,12 @@ def main() -> None:
     args.batch_size = 256
     args.repeat_times = 128.0  # one gradient step per two env steps: the CPU budget goes further
     args.warmup_steps = 10_000  # random walking fills the buffer with falls and pushes
-    args.reward_scale = 0.5  # a fall costs -100; halving it keeps the critic's targets moderate
-    args.learning_rate = 3e-4
+    # A shorter horizon and faster target networks than the Pendulum defaults (as the SB3 zoo
+    # also tunes SAC here): with gamma 0.99, tau 5e-3 and lr 3e-4 a first run learned to stand
+    # still (return about -20) and stayed there for 100k steps.
+    args.gamma = 0.98
+    args.soft_update_tau = 0.02
+    args.learning_rate = 7.3e-4
     args.eval_gap = 10_000
     args.eval_times1, args.eval_times2 = 4, 6
     args.break_step = 1_000_000

@@ -171,3 +171,31 @@ def test_single_file_tutorial_solves_cartpole_195_as_a_script(tmp_path):
     assert result.returncode == 0, result.stderr
     best = float(result.stdout.strip().splitlines()[-2].split()[-1])  # the last progress line's best column
     assert best >= 195.0, result.stdout
+
+
+def test_state_normalisation_is_learned_saved_and_loaded_with_the_actor(tmp_path):
+    args = Arguments(agent=AgentPPO(), env="Pendulum-v1", if_state_norm=True, cwd=str(tmp_path / "run"), net_dim=16,
+                     target_step=512, break_step=1024, eval_gap=512, eval_times1=1, eval_times2=0, if_print=False)
+    agent = train_and_evaluate(args)
+    norm = agent.actor.net[0]
+    assert norm.mean.abs().sum() > 0 and not torch.equal(norm.std, torch.ones(3))
+    # Pendulum's state is (cos θ, sin θ, θ'): the running std of θ' is far from 1
+    assert torch.allclose(agent.critic.net[0].mean, norm.mean) and norm.std[2] > 1.5
+    saved = torch.load(os.path.join(args.cwd, "actor.pth"), weights_only=True)
+    assert "net.0.mean" in saved and "net.0.std" in saved  # the best actor carries its normalisation
+    loaded = AgentPPO()
+    loaded.init(16, 3, 1)
+    loaded.actor.load_state_dict(saved)
+    states = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
+    assert np.array_equal(loaded.act(states), agent.act(states))
+
+
+def test_running_state_statistics_match_the_data():
+    agent = AgentPPO()
+    agent.init(8, 2, 1)
+    data = torch.randn(1000, 2) * torch.tensor([3.0, 0.5]) + torch.tensor([1.0, -2.0])
+    for chunk in data.split(300):
+        agent.update_state_norm(chunk)
+    assert torch.allclose(agent.state_mean, data.mean(0), atol=1e-4)
+    assert torch.allclose(agent.state_var, data.var(0, unbiased=False), atol=1e-3)
+    assert torch.allclose(agent.actor.net[0].std, data.std(0, unbiased=False), atol=1e-3)
