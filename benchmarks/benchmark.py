@@ -77,6 +77,7 @@ class Row:
     eval_episodes: int = 10
     sb3_note: str = ""  # how the zoo's settings were adapted, printed in the report
     elegantrl_args: dict[str, Any] = field(default_factory=dict)  # extra `Arguments` fields, if any
+    agent_kwargs: dict[str, Any] = field(default_factory=dict)  # arguments of the elegantrl agents' constructors
 
 
 def zoo_dqn_cartpole(budget: int) -> dict[str, Any]:
@@ -258,10 +259,12 @@ ROWS: dict[str, Row] = {
         budget=100_000,
         sb3_algo="PPO",
         sb3_hyperparams=zoo_ppo_cartpole,
-        agents=("AgentDiscretePPO", "AgentDiscreteA2C"),
+        agents=("AgentDiscretePPO",),
         sb3_note="8 envs (make_vec_env); learning_rate lin_0.001 and clip_range lin_0.2 kept in env steps: "
                  "start × (1 - t / 1e5), i.e. end_fraction = 1e5 / budget; " + PPO_DEFAULTS_NOTE,
-        elegantrl_args=dict(num_envs=8),
+        # tuned like the zoo tunes SB3 for this env: 8 envs, short rollouts (64 x 8), gamma 0.98
+        elegantrl_args=dict(num_envs=8, target_step=64, batch_size=256, repeat_times=10.0, gamma=0.98, learning_rate=1e-3),
+        agent_kwargs=dict(lambda_gae_adv=0.9),
     ),
     "ppo-lunarlander": Row(
         env_id="LunarLander-v3",
@@ -367,7 +370,7 @@ def train_elegantrl(job: Job, row: Row) -> None:
     from elegantrl.run import Arguments, train_and_evaluate
 
     args = Arguments(
-        agent=getattr(agent_module, job.agent)(), env=PreprocessEnv(row.env_id), random_seed=job.seed,
+        agent=getattr(agent_module, job.agent)(**row.agent_kwargs), env=PreprocessEnv(row.env_id), random_seed=job.seed,
         cwd=job.folder, if_remove=True, device="cpu", num_threads=1, if_print=False,
         eval_times1=row.eval_episodes, eval_times2=0,  # no confirmation episodes: SB3 gets none either
         eval_gap=row.eval_gap, break_step=job.budget, target_return=row.target, **row.elegantrl_args,
@@ -494,7 +497,8 @@ def write_report(name: str, row: Row, budget: int, results: list[dict[str, Any]]
             f"- Evaluation: {row.eval_episodes} deterministic episodes every {row.eval_gap:,d} env steps on a separate env "
             f"(episode seeds from default_rng(seed + 1)); wall time excludes evaluation; one torch thread; one job at a time.\n"
             f"- SB3 {row.sb3_algo} (rl-baselines3-zoo): {hyperparams}{'; ' + row.sb3_note if row.sb3_note else ''}\n"
-            f"- elegantrl: each agent's own defaults{', plus ' + str(row.elegantrl_args) if row.elegantrl_args else ''}.\n\n"
+            f"- elegantrl: each agent's own defaults{', plus ' + str(row.elegantrl_args) if row.elegantrl_args else ''}"
+            f"{', agent arguments ' + str(row.agent_kwargs) if row.agent_kwargs else ''}.\n\n"
             + body
         )
     return body
