@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import functools
 import os
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,20 @@ from elegantrl.net import (
     Actor, ActorDiscretePPO, ActorPPO, ActorSAC, Critic, CriticAdv, CriticTwin, InterGPO, InterSPG, QNet, QNetDuel, QNetTwin, QNetTwinDuel, StateNorm, frozen,
 )
 from elegantrl.replay import ReplayBuffer, RolloutBuffer, Transitions, compute_gae
+
+
+def mean_logs(steps: Iterable[dict[str, torch.Tensor]]) -> dict[str, float]:
+    """Runs the gradient steps and averages each logged figure over the steps that logged it.
+
+    The figures stay tensors until the end: one conversion to float per figure, not per step.
+    """
+    sums: dict[str, torch.Tensor] = {}
+    counts: dict[str, int] = {}
+    for logs in steps:
+        for name, value in logs.items():
+            sums[name] = sums.get(name, 0.0) + value.detach()
+            counts[name] = counts.get(name, 0) + 1
+    return {name: float(value) / counts[name] for name, value in sums.items()}
 
 
 class AgentBase:
@@ -199,13 +214,7 @@ class AgentBase:
         self._update_credit += buffer.add_size * self.repeat_times / self.batch_size
         update_times = int(self._update_credit)
         self._update_credit -= update_times
-        sums: dict[str, torch.Tensor] = {}
-        counts: dict[str, int] = {}
-        for _ in range(update_times):
-            for name, value in self.update_step(buffer).items():
-                sums[name] = sums.get(name, 0.0) + value.detach()
-                counts[name] = counts.get(name, 0) + 1
-        return {name: float(value) / counts[name] for name, value in sums.items()}
+        return mean_logs(self.update_step(buffer) for _ in range(update_times))
 
     def update_step(self, buffer: ReplayBuffer) -> dict[str, torch.Tensor]:
         """One gradient step on the critic and, every `actor_update_gap` steps, one on the actor."""
@@ -531,13 +540,11 @@ class AgentPPO(AgentBase):
     if_discrete = False
     if_off_policy = False
     arg_defaults = dict(
-        net_dim=64, batch_size=256, repeat_times=8.0, target_step=2048, max_memo=2048,
-        learning_rate=3e-4, soft_update_tau=1.0, warmup_steps=0, eval_gap=4096,
+        net_dim=64, batch_size=256, repeat_times=8.0, target_step=2048, learning_rate=3e-4, warmup_steps=0, eval_gap=4096,
     )
 
     def __init__(self, ratio_clip: float = 0.2, lambda_entropy: float = 0.0, lambda_gae_adv: float = 0.95):
         self.ratio_clip, self.lambda_entropy, self.lambda_gae_adv = ratio_clip, lambda_entropy, lambda_gae_adv
-        self.criterion = nn.SmoothL1Loss()
 
     def select_action(self, state: torch.Tensor) -> torch.Tensor:
         return self.actor.sample_action(state)
@@ -561,19 +568,16 @@ class AgentPPO(AgentBase):
         advantage, value_target = advantage.flatten(), value_target.flatten()
         advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
 
-        sums: dict[str, torch.Tensor] = {}
-        size = advantage.numel()
-        steps = 0
-        for _ in range(max(1, round(self.repeat_times))):
-            for index in torch.randperm(size, device=self.device).split(self.batch_size):
-                obj_critic = self.criterion(self.get_value(state[index]), value_target[index])
-                log_prob, entropy = self.actor.get_logprob_entropy(state[index], action[index])
-                obj_actor = self.get_obj_actor(log_prob, old_log_prob[index], advantage[index]) - self.lambda_entropy * entropy.mean()
-                self.optimize(obj_critic, obj_actor)
-                for name, value in (("obj_critic", obj_critic), ("obj_actor", obj_actor), ("entropy", entropy.mean())):
-                    sums[name] = sums.get(name, 0.0) + value.detach()
-                steps += 1
-        return {name: float(value) / steps for name, value in sums.items()}
+        def minibatch_steps() -> Iterator[dict[str, torch.Tensor]]:
+            for _ in range(max(1, round(self.repeat_times))):
+                for index in torch.randperm(advantage.numel(), device=self.device).split(self.batch_size):
+                    obj_critic = self.criterion(self.get_value(state[index]), value_target[index])
+                    log_prob, entropy = self.actor.get_logprob_entropy(state[index], action[index])
+                    obj_actor = self.get_obj_actor(log_prob, old_log_prob[index], advantage[index]) - self.lambda_entropy * entropy.mean()
+                    self.optimize(obj_critic, obj_actor)
+                    yield {"obj_critic": obj_critic, "obj_actor": obj_actor, "entropy": entropy.mean()}
+
+        return mean_logs(minibatch_steps())
 
     def get_value(self, state: torch.Tensor) -> torch.Tensor:
         """V(state), (batch,)."""

@@ -135,8 +135,8 @@ class Arguments:
                 raise TypeError(f"Arguments.{spec.name} must be {expected.__name__}, got {value!r} ({type(value).__name__})")
         positive = ["net_dim", "batch_size", "repeat_times", "target_step", "max_memo", "learning_rate", "break_step",
                     "eval_gap", "eval_times1", "num_threads", "num_envs"]
-        for name in positive:
-            if not getattr(self, name) > 0:
+        for name in positive:  # None: a setting the agent does not use (max_memo for on-policy agents)
+            if getattr(self, name) is not None and not getattr(self, name) > 0:
                 raise ValueError(f"Arguments.{name} must be positive, got {getattr(self, name)!r}")
         for name in ["warmup_steps", "eval_times2"]:
             if getattr(self, name) < 0:
@@ -146,9 +146,9 @@ class Arguments:
                              f"rollouts of its own policy: random warm-up steps would be thrown away. Set warmup_steps=0")
         if not 0.0 < self.gamma <= 1.0:
             raise ValueError(f"Arguments.gamma must be in (0, 1], got {self.gamma}")
-        if not 0.0 < self.soft_update_tau <= 1.0:
+        if self.soft_update_tau is not None and not 0.0 < self.soft_update_tau <= 1.0:
             raise ValueError(f"Arguments.soft_update_tau must be in (0, 1], got {self.soft_update_tau}")
-        if self.batch_size > self.max_memo:
+        if self.max_memo is not None and self.batch_size > self.max_memo:
             raise ValueError(f"Arguments.batch_size ({self.batch_size}) exceeds max_memo ({self.max_memo}); lower batch_size or raise max_memo")
 
     def _prepare_cwd(self) -> None:
