@@ -6,6 +6,7 @@ import argparse
 import csv
 import dataclasses
 import inspect
+import json
 import math
 import os
 import shutil
@@ -316,6 +317,9 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
     evaluator = Evaluator(args.cwd, eval_env, args.eval_gap, args.eval_times1, args.eval_times2,
                           args.target_return, args.random_seed, args.if_print)
     agent_name = type(agent).__name__
+    with open(os.path.join(args.cwd, "config.json"), "w") as file:  # what load_agent() needs to rebuild the actor
+        json.dump({"agent": agent_name, "env": env.env_name, "net_dim": args.net_dim, "state_dim": env.state_dim,
+                   "action_dim": env.action_dim, "random_seed": args.random_seed}, file, indent=2)
     if args.if_print:
         print(f"elegantrl: {agent_name} on {env!r}\n  run folder {args.cwd}, seed {args.random_seed}, device {args.device}")
 
@@ -360,6 +364,49 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
     return agent
 
 
+def load_agent(cwd: str) -> AgentBase:
+    """The agent of a run folder with its best actor loaded, ready for ``agent.act(states)``."""
+    config_path = os.path.join(cwd, "config.json")
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(f"{cwd!r} is not an elegantrl run folder: it has no config.json")
+    with open(config_path) as file:
+        config = json.load(file)
+    agent = list_agents()[config["agent"].removeprefix("Agent")]()
+    agent.init(config["net_dim"], config["state_dim"], config["action_dim"])
+    agent.actor.load_state_dict(torch.load(os.path.join(cwd, "actor.pth"), map_location=agent.device, weights_only=True))
+    return agent
+
+
+def get_video_to_watch_env_render(cwd: str, episodes: int = 1, fps: int = 30, env: PreprocessEnv | None = None) -> str:
+    """Plays the best actor of run folder `cwd` and writes the frames to ``cwd/video.gif``; returns its path.
+
+    The env is made again from its id with ``render_mode="rgb_array"`` (no display needed);
+    pass `env` for an env that is not registered (it must render ``rgb_array`` frames).
+    """
+    from PIL import Image  # Pillow comes with matplotlib
+
+    agent = load_agent(cwd)
+    if env is None:
+        with open(os.path.join(cwd, "config.json")) as file:
+            env = PreprocessEnv(json.load(file)["env"], render_mode="rgb_array")
+    frames = []
+    for episode in range(episodes):
+        state, _ = env.reset(seed=episode)
+        frames.append(env.render())
+        for _ in range(env.max_step):
+            state, _, terminated, truncated, _ = env.step(agent.act(state))
+            frames.append(env.render())
+            if terminated or truncated:
+                break
+    env.close()
+    if not frames or frames[0] is None:
+        raise ValueError(f"env {env.env_name!r} rendered no frames: it needs render_mode='rgb_array'")
+    images = [Image.fromarray(frame) for frame in frames]
+    path = os.path.join(cwd, "video.gif")
+    images[0].save(path, save_all=True, append_images=images[1:], duration=round(1000 / fps), loop=0)
+    return path
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line's parser: one flag per Arguments field, with the field's help."""
     agents = list_agents()
@@ -370,6 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--agent", default="D3QN", choices=list(agents), help="the algorithm (default: %(default)s)")
     parser.add_argument("--env", default="CartPole-v1", help="a Gymnasium env id (default: %(default)s)")
+    parser.add_argument("--render", metavar="RUN_FOLDER", help="instead of training: play the best actor of RUN_FOLDER into RUN_FOLDER/video.gif")
     for spec in dataclasses.fields(Arguments):
         if not spec.metadata.get("cli"):
             continue
@@ -389,10 +437,14 @@ def main(argv: list[str] | None = None) -> int:
     options = vars(build_parser().parse_args(argv))
     agent_class = list_agents()[options.pop("agent")]
     env_id = options.pop("env")
+    render_folder = options.pop("render")
     try:
+        if render_folder:
+            print(f"wrote {get_video_to_watch_env_render(render_folder)}")
+            return 0
         args = Arguments(agent=agent_class(), env=PreprocessEnv(env_id), **options)
         train_and_evaluate(args)
-    except (ValueError, TypeError, ImportError, FileExistsError, FloatingPointError) as error:
+    except (ValueError, TypeError, ImportError, FileExistsError, FileNotFoundError, FloatingPointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

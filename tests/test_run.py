@@ -171,3 +171,44 @@ def test_cli_bad_input_is_one_clear_line(tmp_path):
     assert "Traceback" not in result.stderr
     result = run_cli("--env", "CartPol-v1", cwd=tmp_path)
     assert result.returncode == 2 and "CartPole-v1" in result.stderr
+
+
+def test_load_agent_and_video_of_a_run_folder(tmp_path):
+    from PIL import Image
+
+    from elegantrl.run import get_video_to_watch_env_render, load_agent
+
+    args = Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path / "run"), **TINY)
+    trained = train_and_evaluate(args)
+    agent = load_agent(args.cwd)
+    states = np.random.default_rng(0).normal(size=(16, 4)).astype(np.float32)
+    assert isinstance(agent, AgentD3QN) and np.array_equal(agent.act(states), trained.act(states))
+
+    path = get_video_to_watch_env_render(args.cwd, episodes=2, fps=25)
+    env = PreprocessEnv("CartPole-v1")
+    steps = 0
+    for episode in range(2):  # the same deterministic episodes, counted without rendering
+        state, _ = env.reset(seed=episode)
+        done = False
+        while not done:
+            state, _, terminated, truncated, _ = env.step(agent.act(state))
+            steps += 1
+            done = terminated or truncated
+    with Image.open(path) as video:
+        assert video.size == (600, 400)
+        durations = []
+        for frame in range(video.n_frames):
+            video.seek(frame)
+            durations.append(video.info["duration"])
+    # one frame per step plus each episode's first, 40 ms each at 25 fps (GIF merges repeated frames, adding their durations)
+    assert sum(durations) == (steps + 2) * 40
+
+
+def test_cli_render_writes_the_video(tmp_path):
+    args = Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(tmp_path / "run"), **TINY)
+    train_and_evaluate(args)
+    result = run_cli("--render", args.cwd, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert os.path.getsize(os.path.join(args.cwd, "video.gif")) > 1000
+    result = run_cli("--render", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 2 and "not an elegantrl run folder" in result.stderr
