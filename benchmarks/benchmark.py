@@ -654,13 +654,13 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
                     undone=(~buffer.terminated[:n]).float(), next_state=buffer.next_state[:n].clone())
         plain = PlainSAC(net_dim, data, batch_size=batch_size)
 
-        def elegantrl_update(num_steps: int = steps) -> int:
+        def elegantrl_update(num_steps: int = steps, agent: AgentSAC = agent, buffer: ReplayBuffer = buffer) -> int:
             before = agent.update_count
             buffer.add_size = num_steps * batch_size
             agent.update_net(buffer)
             return agent.update_count - before
 
-        def plain_update(num_steps: int = steps) -> int:
+        def plain_update(num_steps: int = steps, plain: PlainSAC = plain) -> int:
             for _ in range(num_steps):
                 plain.update()
             return num_steps

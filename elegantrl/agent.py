@@ -22,7 +22,21 @@ import torch
 from torch import nn
 
 from elegantrl.net import (
-    Actor, ActorDiscretePPO, ActorPPO, ActorSAC, Critic, CriticAdv, CriticTwin, InterGPO, InterSPG, QNet, QNetDuel, QNetTwin, QNetTwinDuel, StateNorm, frozen,
+    Actor,
+    ActorDiscretePPO,
+    ActorPPO,
+    ActorSAC,
+    Critic,
+    CriticAdv,
+    CriticTwin,
+    InterGPO,
+    InterSPG,
+    QNet,
+    QNetDuel,
+    QNetTwin,
+    QNetTwinDuel,
+    StateNorm,
+    frozen,
 )
 from elegantrl.replay import ReplayBuffer, RolloutBuffer, Transitions, compute_gae
 

@@ -22,7 +22,6 @@ import numpy as np
 import torch
 from torch import nn
 
-
 # ---- 1. The settings: a small Arguments ---------------------------------------------------------
 
 @dataclass
