@@ -349,13 +349,22 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
                 evaluator.evaluate_and_save(agent, agent.total_steps, logs, if_force=True)
     except KeyboardInterrupt:
         print(f"\nstopped by Ctrl-C at env step {agent.total_steps:,d}; the best actor is kept in {args.cwd}")
+    except (EOFError, BrokenPipeError, ConnectionResetError) as error:  # what a dead worker's pipe raises
+        raise RuntimeError(
+            f"an env worker process of the async vector env died at env step about {agent.total_steps:,d} "
+            f"(the env crashed the process, e.g. os._exit or a segfault in its simulator); training stopped. "
+            f"The best actor so far is kept in {args.cwd}. Run with if_async_envs=False to see the env's own error."
+        ) from error
     finally:
         torch.set_num_threads(user_threads)
-        if explore_env is not env:
-            explore_env.close()
         agent.save_or_load_agent(args.cwd, if_save=True)
         if evaluator.records:
             evaluator.save_curve(f"{agent_name} on {env.env_name}, seed {args.random_seed}")
+        if explore_env is not env:
+            try:
+                explore_env.close()
+            except Exception:  # closing a vector env with a dead worker raises too; the run's error is the one to see
+                pass
     actor_path = os.path.join(args.cwd, "actor.pth")
     if os.path.isfile(actor_path):
         agent.actor.load_state_dict(torch.load(actor_path, map_location=agent.device, weights_only=True))

@@ -212,3 +212,34 @@ def test_cli_render_writes_the_video(tmp_path):
     assert os.path.getsize(os.path.join(args.cwd, "video.gif")) > 1000
     result = run_cli("--render", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 2 and "not an elegantrl run folder" in result.stderr
+
+
+class CrashAfter(gym.Wrapper):
+    """A faulty env: at step 100 after a seeded reset, it raises, or kills its process outright."""
+
+    def __init__(self, env, if_hard):
+        super().__init__(env)
+        self.if_hard, self.steps = if_hard, 0
+
+    def reset(self, *, seed=None, options=None):
+        if seed is not None:
+            self.steps = 0
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps == 100:
+            if self.if_hard:
+                os._exit(3)
+            raise RuntimeError("simulator lost")
+        return self.env.step(action)
+
+
+@pytest.mark.parametrize("if_hard, message", [(False, "simulator lost"), (True, "worker process of the async vector env died")])
+def test_a_crashed_env_worker_ends_the_run_with_its_error_and_keeps_the_best_actor(if_hard, message, tmp_path):
+    env = PreprocessEnv(CrashAfter(gym.make("CartPole-v1"), if_hard))
+    args = Arguments(agent=AgentDQN(), env=env, eval_env=PreprocessEnv("CartPole-v1"), num_envs=2, if_async_envs=True,
+                     cwd=str(tmp_path / "run"), **{**TINY, "warmup_steps": 64, "target_step": 16, "eval_gap": 64, "break_step": 10_000})
+    with pytest.raises(RuntimeError, match=message):
+        train_and_evaluate(args)
+    assert {"actor.pth", "agent.pth", "recorder.csv", "learning_curve.png"} <= set(os.listdir(args.cwd))
