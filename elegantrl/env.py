@@ -346,3 +346,135 @@ def _takes_seed(reset: Any) -> bool:
 
 def _problem_report(name: str, problems: list[str]) -> str:
     return f"env {name!r} does not follow the Gym API as elegantrl needs it:\n  - " + "\n  - ".join(problems)
+
+
+def make_synthetic_market(num_stocks: int = 5, num_days: int = 1250, seed: int = 0) -> np.ndarray:
+    """SYNTHETIC daily closing prices, (num_days, num_stocks): a documented model, not market data.
+
+    Log returns follow a one-factor model, r = beta * market + idiosyncratic, with a drift per
+    stock, and a two-state volatility regime (calm, volatile) that switches as a Markov chain
+    (about every 60 days on average). Prices start at 100. The same seed gives the same market.
+    """
+    rng = np.random.default_rng(seed)
+    drift = rng.uniform(-0.0002, 0.0008, num_stocks)  # daily, between about -5% and +20% a year
+    beta = rng.uniform(0.5, 1.5, num_stocks)
+    volatile, regimes = False, np.empty(num_days, dtype=bool)
+    for day in range(num_days):
+        volatile = volatile != (rng.random() < 1 / 60)
+        regimes[day] = volatile
+    scale = np.where(regimes, 2.5, 1.0)[:, None]
+    market = rng.normal(0.0, 0.008, (num_days, 1)) * scale
+    noise = rng.normal(0.0, 0.012, (num_days, num_stocks)) * scale
+    log_returns = drift + beta * market + noise
+    log_returns[0] = 0.0
+    return 100.0 * np.exp(np.cumsum(log_returns, axis=0))
+
+
+class StockTradingEnv(gym.Env):
+    """A multi-stock daily trading env on a SYNTHETIC market (`make_synthetic_market`), no download.
+
+    State: cash, the value held in each stock, each price relative to the period's first, and
+    three features per stock (5- and 20-day returns, 20-day volatility), all scaled to order 1.
+    Action: per stock in [-1, 1], the fraction of `max_trade` (in money) to buy (> 0) or sell
+    (< 0), bounded by the cash and the shares held. Each trade pays `cost_rate` of its value.
+    Reward: the change of total assets, scaled by `reward_scale`. An episode is the whole train
+    (first 80% of days) or test period; its end is a time limit (truncated), not a terminal state.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, mode: str = "train", num_stocks: int = 5, initial_cash: float = 1e6, max_trade: float = 1e5,
+                 cost_rate: float = 1e-3, reward_scale: float = 1e-4, seed: int = 0):
+        if mode not in ("train", "test"):
+            raise ValueError(f"mode must be 'train' or 'test', got {mode!r}")
+        prices = make_synthetic_market(num_stocks, seed=seed)
+        split = int(len(prices) * 0.8)
+        history = 20  # days of history the features need, taken from before the period
+        self.prices = prices[:split] if mode == "train" else prices[split - history :]
+        self.features = self._features(self.prices)[history:]
+        self.prices = self.prices[history:]
+        self.num_stocks, self.initial_cash, self.max_trade = num_stocks, initial_cash, max_trade
+        self.cost_rate, self.reward_scale = cost_rate, reward_scale
+        self.max_step = len(self.prices) - 1
+        dim = 1 + num_stocks * 5
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (dim,), np.float32)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (num_stocks,), np.float32)
+
+    @staticmethod
+    def _features(prices: np.ndarray) -> np.ndarray:
+        log_price = np.log(prices)
+        features = np.zeros((len(prices), prices.shape[1], 3))
+        for lag, column in ((5, 0), (20, 1)):
+            features[lag:, :, column] = (log_price[lag:] - log_price[:-lag]) * 10
+        daily = np.diff(log_price, axis=0, prepend=log_price[:1])
+        for day in range(20, len(prices)):
+            features[day, :, 2] = daily[day - 19 : day + 1].std(axis=0) * 50
+        return features
+
+    def _state(self) -> np.ndarray:
+        price = self.prices[self.day]
+        return np.concatenate((
+            [self.cash / self.initial_cash],
+            self.shares * price / self.initial_cash * self.num_stocks,
+            price / self.prices[0],
+            self.features[self.day].reshape(-1),
+        )).astype(np.float32)
+
+    def total_assets(self) -> float:
+        """Cash plus the value of the shares held, at today's prices."""
+        return float(self.cash + self.shares @ self.prices[self.day])
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.day, self.cash, self.shares = 0, self.initial_cash, np.zeros(self.num_stocks)
+        return self._state(), {}
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
+        price = self.prices[self.day]
+        before = self.total_assets()
+        trade = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0) * self.max_trade / price  # in shares
+        sell = np.minimum(-np.minimum(trade, 0.0), self.shares)  # no short selling
+        self.shares -= sell
+        self.cash += sell @ price * (1 - self.cost_rate)
+        buy = np.maximum(trade, 0.0)
+        cost = buy @ price * (1 + self.cost_rate)
+        if cost > self.cash:  # not enough cash: buy proportionally less of each
+            buy *= self.cash / cost
+            cost = self.cash
+        self.shares += buy
+        self.cash -= cost
+        self.day += 1
+        reward = (self.total_assets() - before) * self.reward_scale
+        return self._state(), reward, False, self.day >= self.max_step, {"total_assets": self.total_assets()}
+
+
+def draw_cumulative_return(act: Any, env: StockTradingEnv, path: str) -> tuple[float, float]:
+    """Plays `act` (a function of the state, e.g. ``agent.act``) over `env`'s period and draws its
+    cumulative return against equal-weight buy-and-hold into the PNG `path`.
+
+    Returns (the policy's return, buy-and-hold's return) over the period, as fractions.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    state, _ = env.reset()
+    assets, done = [env.total_assets()], False
+    while not done:
+        state, _, terminated, truncated, info = env.step(act(state))
+        assets.append(info["total_assets"])
+        done = terminated or truncated
+    policy = np.array(assets) / assets[0] - 1.0
+    hold = (env.prices[: len(assets)] / env.prices[0]).mean(axis=1) - 1.0
+    figure = Figure(figsize=(8, 4.5))
+    FigureCanvasAgg(figure)
+    ax = figure.add_subplot()
+    ax.plot(policy * 100, label="policy")
+    ax.plot(hold * 100, label="buy and hold (equal weights)")
+    ax.set_xlabel("trading day")
+    ax.set_ylabel("cumulative return (%)")
+    ax.set_title("StockTradingEnv on a SYNTHETIC market")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    return float(policy[-1]), float(hold[-1])

@@ -1,0 +1,63 @@
+"""StockTradingEnv: a synthetic market that needs no download, and an agent that learns to trade it."""
+
+import os
+
+import numpy as np
+import pytest
+
+from elegantrl.agent import AgentDDPG
+from elegantrl.env import PreprocessEnv, StockTradingEnv, check_env, draw_cumulative_return, make_synthetic_market
+from elegantrl.run import Arguments, train_and_evaluate
+
+
+def test_the_synthetic_market_is_deterministic_and_offline():
+    prices = make_synthetic_market(num_stocks=3, num_days=500, seed=1)
+    assert prices.shape == (500, 3) and np.array_equal(prices, make_synthetic_market(num_stocks=3, num_days=500, seed=1))
+    assert not np.array_equal(prices, make_synthetic_market(num_stocks=3, num_days=500, seed=2))
+    assert np.all(prices > 0) and np.allclose(prices[0], 100.0)
+
+
+def test_env_passes_check_env_and_keeps_periods_apart():
+    train, test = StockTradingEnv("train"), StockTradingEnv("test")
+    assert check_env(train) == [] and check_env(test) == []
+    assert len(train.prices) > 3 * len(test.prices)
+    assert not np.isin(test.prices[:, 0], train.prices[:, 0]).any()  # no test day is a training day
+    with pytest.raises(ValueError, match="mode"):
+        StockTradingEnv("validation")
+
+
+def test_trades_are_bounded_by_cash_and_holdings_and_pay_costs():
+    env = StockTradingEnv("test", initial_cash=1000.0, max_trade=1e6, cost_rate=0.01)
+    env.reset()
+    env.step(-np.ones(5))  # nothing to sell yet: nothing happens
+    assert env.cash == 1000.0 and not env.shares.any()
+    env.step(np.ones(5))  # wants far more than the cash allows: spends it all, costs included
+    assert env.cash == pytest.approx(0.0, abs=1e-9) and (env.shares > 0).all()
+    assert env.shares @ env.prices[env.day - 1] == pytest.approx(1000.0 / 1.01)
+    before = env.total_assets()
+    _, reward, terminated, truncated, info = env.step(np.zeros(5))  # holding: the reward is the price move
+    assert not terminated and not truncated and info["total_assets"] != before
+    assert reward == pytest.approx((info["total_assets"] - before) * 1e-4)
+
+
+def period_return(act, env):
+    state, _ = env.reset()
+    done = False
+    while not done:
+        state, _, terminated, truncated, info = env.step(act(state))
+        done = terminated or truncated
+    return info["total_assets"] / env.initial_cash - 1.0
+
+
+def test_an_off_policy_agent_beats_random_trading_on_the_test_period(tmp_path):
+    args = Arguments(agent=AgentDDPG(), env=PreprocessEnv(StockTradingEnv("train"), target_return=np.inf),
+                     eval_env=PreprocessEnv(StockTradingEnv("train")), cwd=str(tmp_path), net_dim=64, random_seed=0,
+                     break_step=6000, eval_gap=2000, eval_times1=1, eval_times2=0, if_print=False)
+    agent = train_and_evaluate(args)
+    test = StockTradingEnv("test")
+    rng = np.random.default_rng(0)
+    random_returns = [period_return(lambda state: rng.uniform(-1, 1, 5), test) for _ in range(5)]
+    agent_return, hold_return = draw_cumulative_return(agent.act, test, os.path.join(tmp_path, "test_period.png"))
+    assert agent_return > max(random_returns)
+    assert agent_return == pytest.approx(period_return(agent.act, test))
+    assert os.path.getsize(os.path.join(tmp_path, "test_period.png")) > 10_000 and hold_return > -1.0
