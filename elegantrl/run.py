@@ -72,6 +72,7 @@ class Arguments:
     eval_times1: int = _arg(4, "episodes per evaluation", int)
     eval_times2: int = _arg(8, "extra episodes that confirm a new best before it is saved", int)
     if_print: bool = _arg(True, "print one progress line per evaluation", bool)
+    if_tensorboard: bool = _arg(False, "also log the evaluation figures to TensorBoard, in cwd/tensorboard", bool)
 
     def init_before_training(self) -> None:
         """Validates the fields and the env (`check_env`), fills the defaults, creates the run folder.
@@ -184,7 +185,7 @@ class Evaluator:
     """
 
     def __init__(self, cwd: str, env: PreprocessEnv, eval_gap: int, eval_times1: int, eval_times2: int,
-                 target_return: float, random_seed: int = 0, if_print: bool = True):
+                 target_return: float, random_seed: int = 0, if_print: bool = True, if_tensorboard: bool = False):
         self.cwd, self.env = cwd, env
         self.eval_gap, self.eval_times1, self.eval_times2 = eval_gap, eval_times1, eval_times2
         self.target_return, self.if_print = target_return, if_print
@@ -195,6 +196,13 @@ class Evaluator:
         self.start_time = time.perf_counter()
         self.records: list[dict[str, float]] = []
         self.csv_path = os.path.join(cwd, "recorder.csv")
+        self.writer = None  # TensorBoard: the same figures as the CSV, under cwd/tensorboard
+        if if_tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError as error:
+                raise ImportError("if_tensorboard needs the tensorboard package: pip install 'elegantrl[tensorboard]'") from error
+            self.writer = SummaryWriter(os.path.join(cwd, "tensorboard"))
 
     @property
     def train_seconds(self) -> float:
@@ -249,6 +257,11 @@ class Evaluator:
         self.records.append(record)
         with open(self.csv_path, "a", newline="") as file:
             csv.writer(file).writerow(record.values())
+        if self.writer is not None:
+            for name, value in record.items():
+                if name != "step":
+                    self.writer.add_scalar(name, value, record["step"])
+            self.writer.flush()
         if self.if_print:
             r = record
             print(f"{r['step']:>10,d} {r['seconds']:>8.1f} {r['return_mean']:>10.2f} ± {r['return_std']:<8.2f} {r['best_return']:>9.2f}  "
@@ -315,7 +328,7 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
     else:
         buffer = RolloutBuffer(args.device)
     evaluator = Evaluator(args.cwd, eval_env, args.eval_gap, args.eval_times1, args.eval_times2,
-                          args.target_return, args.random_seed, args.if_print)
+                          args.target_return, args.random_seed, args.if_print, args.if_tensorboard)
     agent_name = type(agent).__name__
     with open(os.path.join(args.cwd, "config.json"), "w") as file:  # what load_agent() needs to rebuild the actor
         json.dump({"agent": agent_name, "env": env.env_name, "net_dim": args.net_dim, "state_dim": env.state_dim,
@@ -360,6 +373,8 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
         agent.save_or_load_agent(args.cwd, if_save=True)
         if evaluator.records:
             evaluator.save_curve(f"{agent_name} on {env.env_name}, seed {args.random_seed}")
+        if evaluator.writer is not None:
+            evaluator.writer.close()
         if explore_env is not env:
             try:
                 explore_env.close()

@@ -243,3 +243,17 @@ def test_a_crashed_env_worker_ends_the_run_with_its_error_and_keeps_the_best_act
     with pytest.raises(RuntimeError, match=message):
         train_and_evaluate(args)
     assert {"actor.pth", "agent.pth", "recorder.csv", "learning_curve.png"} <= set(os.listdir(args.cwd))
+
+
+def test_tensorboard_logs_the_same_figures_as_the_csv(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    args = Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(tmp_path / "run"), if_tensorboard=True, **TINY)
+    train_and_evaluate(args)
+    events = EventAccumulator(os.path.join(args.cwd, "tensorboard"))
+    events.Reload()
+    logged = [(event.step, event.value) for event in events.Scalars("return_mean")]
+    rows = read_record(args.cwd)
+    assert [step for step, _ in logged] == [int(row["step"]) for row in rows]
+    assert [value for _, value in logged] == pytest.approx([float(row["return_mean"]) for row in rows])
+    assert {"obj_critic", "q_value", "explore_rate", "best_return", "seconds"} <= set(events.Tags()["scalars"])
