@@ -621,6 +621,22 @@ def per_second(work: Callable[[], int]) -> float:
     return done / (time.perf_counter() - start)
 
 
+def write_throughput_report(name: str, title: str, records: list[dict[str, Any]], setup: str, table: str,
+                            out: str, command: str) -> None:
+    """Writes ``<name>.csv`` (one line per timing) and ``<name>.md`` (command, date, machine, then `setup`, a
+    markdown list ending in a blank line, then the table); prints the table."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, f"{name}.csv"), "w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=["row", *records[0]])
+        writer.writeheader()
+        writer.writerows({"row": name, **r} for r in records)
+    with open(os.path.join(out, f"{name}.md"), "w") as file:
+        file.write(f"# {name}: {title}\n\n- Command: `{command}`\n"
+                   f"- Date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}\n"
+                   f"- Machine: {machine()}\n" + setup + table)
+    print(f"\n## {name}\n\n" + table)
+
+
 def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int, ...] = (128, 256),
                        steps: int = 50, batch_size: int = 256) -> bool:
     """Measures SAC gradient steps per second, elegantrl's `AgentSAC.update_net` against `PlainSAC`.
@@ -679,29 +695,19 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
         plain_rates = [r["updates_per_s"] for r in records if r["net_dim"] == net_dim and r["library"] != OURS]
         lines.append(f"| {net_dim} | {ratio_cells(ours, plain_rates)} |")
     table = "\n".join(lines) + "\n"
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "sac-throughput.csv"), "w", newline="") as file:
-        writer = csv.DictWriter(file, fieldnames=["row", *records[0]])
-        writer.writeheader()
-        writer.writerows({"row": "sac-throughput", **r} for r in records)
-    with open(os.path.join(out, "sac-throughput.md"), "w") as file:
-        file.write(
-            "# sac-throughput: SAC learner updates per second, elegantrl against plain PyTorch\n\n"
-            f"- Command: `{command}`\n"
-            f"- Date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}\n"
-            f"- Machine: {machine()}\n"
-            f"- Setup: Pendulum-v1 sizes (state_dim {env.state_dim}, action_dim {env.action_dim}), 10,000 random transitions, "
-            f"batch {batch_size}, Adam lr 1e-3, tau 0.005, one torch thread, CPU. Both: actor MLP [state, net_dim, net_dim, 2 × action] "
-            "(tanh-squashed Gaussian), two independent critic MLPs [state + action, net_dim, net_dim, 1] with targets, learned log-alpha, "
-            "SmoothL1 critic losses, one critic, temperature and actor step per update.\n"
-            f"- elegantrl: `AgentSAC.update_net(buffer)` on an `elegantrl.replay.ReplayBuffer`, {steps} gradient steps per call. "
-            f"Plain PyTorch: `PlainSAC.update()` in benchmark.py, {steps} calls in a loop, batches from preallocated tensors.\n"
-            f"- Timing: per net_dim a 20-step warm-up of each, then {repeats} repeats interleaved (elegantrl, plain, elegantrl, ...); "
-            "medians over repeats; the ratio is of the medians; the per-pair ratios compare neighbouring timings "
-            "(median and interquartile range).\n\n"
-            + table
-        )
-    print("\n## sac-throughput\n\n" + table)
+    setup = (
+        f"- Setup: Pendulum-v1 sizes (state_dim {env.state_dim}, action_dim {env.action_dim}), 10,000 random transitions, "
+        f"batch {batch_size}, Adam lr 1e-3, tau 0.005, one torch thread, CPU. Both: actor MLP [state, net_dim, net_dim, 2 × action] "
+        "(tanh-squashed Gaussian), two independent critic MLPs [state + action, net_dim, net_dim, 1] with targets, learned log-alpha, "
+        "SmoothL1 critic losses, one critic, temperature and actor step per update.\n"
+        f"- elegantrl: `AgentSAC.update_net(buffer)` on an `elegantrl.replay.ReplayBuffer`, {steps} gradient steps per call. "
+        f"Plain PyTorch: `PlainSAC.update()` in benchmark.py, {steps} calls in a loop, batches from preallocated tensors.\n"
+        f"- Timing: per net_dim a 20-step warm-up of each, then {repeats} repeats interleaved (elegantrl, plain, elegantrl, ...); "
+        "medians over repeats; the ratio is of the medians; the per-pair ratios compare neighbouring timings "
+        "(median and interquartile range).\n\n"
+    )
+    write_throughput_report("sac-throughput", "SAC learner updates per second, elegantrl against plain PyTorch",
+                            records, setup, table, out, command)
     return True
 
 
@@ -798,28 +804,18 @@ def run_env_throughput(out: str, command: str, repeats: int, steps: int = 4096,
                      for library in (OURS, "raw-gymnasium")}
             lines.append(f"| {env_id} | {agent_name.removeprefix('Agent')} | {num_envs} | {ratio_cells(rates[OURS], rates['raw-gymnasium'])} |")
     table = "\n".join(lines) + "\n"
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "env-throughput.csv"), "w", newline="") as file:
-        writer = csv.DictWriter(file, fieldnames=["row", *records[0]])
-        writer.writeheader()
-        writer.writerows({"row": "env-throughput", **r} for r in records)
-    with open(os.path.join(out, "env-throughput.md"), "w") as file:
-        file.write(
-            "# env-throughput: env steps per second collected by elegantrl against the raw env\n\n"
-            f"- Command: `{command}`\n"
-            f"- Date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}\n"
-            f"- Machine: {machine()}\n"
-            "- elegantrl: `agent.explore_env(env, horizon)` with the agent's own stochastic policy after `agent.init(64, ...)` "
-            "(untrained), on `PreprocessEnv(id)` for 1 env and `build_vector_env(PreprocessEnv(id), 8)` (SyncVectorEnv, "
-            "same-step autoreset) for 8; it includes the policy's forward pass and sampling, the wrapper and the rollout arrays.\n"
-            "- Raw ceiling: `gym.make(id)` stepped with `env.action_space.sample()` and reset when an episode ends, or "
-            "`gym.make_vec(id, num_envs=8, vectorization_mode='sync')` with the same same-step autoreset.\n"
-            f"- Timing: one torch thread, CPU; per case a warm-up of each, then {repeats} repeats interleaved (elegantrl, raw, "
-            f"elegantrl, ...), {steps:,d} env steps per timing; medians over repeats; the ratio is of the medians; the per-pair "
-            "ratios compare neighbouring timings (median and interquartile range).\n\n"
-            + table
-        )
-    print("\n## env-throughput\n\n" + table)
+    setup = (
+        "- elegantrl: `agent.explore_env(env, horizon)` with the agent's own stochastic policy after `agent.init(64, ...)` "
+        "(untrained), on `PreprocessEnv(id)` for 1 env and `build_vector_env(PreprocessEnv(id), 8)` (SyncVectorEnv, "
+        "same-step autoreset) for 8; it includes the policy's forward pass and sampling, the wrapper and the rollout arrays.\n"
+        "- Raw ceiling: `gym.make(id)` stepped with `env.action_space.sample()` and reset when an episode ends, or "
+        "`gym.make_vec(id, num_envs=8, vectorization_mode='sync')` with the same same-step autoreset.\n"
+        f"- Timing: one torch thread, CPU; per case a warm-up of each, then {repeats} repeats interleaved (elegantrl, raw, "
+        f"elegantrl, ...), {steps:,d} env steps per timing; medians over repeats; the ratio is of the medians; the per-pair "
+        "ratios compare neighbouring timings (median and interquartile range).\n\n"
+    )
+    write_throughput_report("env-throughput", "env steps per second collected by elegantrl against the raw env",
+                            records, setup, table, out, command)
     return True
 
 
