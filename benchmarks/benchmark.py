@@ -22,6 +22,7 @@ elegantrl's ``explore_env`` against the raw gymnasium env stepped with random ac
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import copy
 import csv
 import datetime
@@ -482,7 +483,7 @@ def machine() -> str:
             f"stable-baselines3 {stable_baselines3.__version__}, gymnasium {gym.__version__}, elegantrl at git {commit or 'unknown'}")
 
 
-def write_report(name: str, row: Row, budget: int, results: list[dict[str, Any]], out: str, command: str) -> str:
+def write_report(name: str, row: Row, budget: int, results: list[dict[str, Any]], out: str, command: str, jobs: int = 1) -> str:
     """Writes ``out/<row>.csv`` (one line per run) and ``out/<row>.md``; returns the tables."""
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, f"{name}.csv"), "w", newline="") as file:
@@ -498,7 +499,8 @@ def write_report(name: str, row: Row, budget: int, results: list[dict[str, Any]]
             f"- Date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}\n"
             f"- Machine: {machine()}\n"
             f"- Evaluation: {row.eval_episodes} deterministic episodes every {row.eval_gap:,d} env steps on a separate env "
-            f"(episode seeds from default_rng(seed + 1)); wall time excludes evaluation; one torch thread; one job at a time.\n"
+            f"(episode seeds from default_rng(seed + 1)); wall time excludes evaluation; one torch thread per job; "
+            f"{'one job at a time' if jobs == 1 else f'{jobs} jobs at a time, one per core'}.\n"
             f"- SB3 {row.sb3_algo} (rl-baselines3-zoo): {hyperparams}{'; ' + row.sb3_note if row.sb3_note else ''}\n"
             f"- elegantrl: each agent's own defaults{', plus ' + str(row.elegantrl_args) if row.elegantrl_args else ''}"
             f"{', agent arguments ' + str(row.agent_kwargs) if row.agent_kwargs else ''}.\n\n"
@@ -507,22 +509,38 @@ def write_report(name: str, row: Row, budget: int, results: list[dict[str, Any]]
     return body
 
 
-def run_row(name: str, seeds: list[int], budget: int | None, out: str, work_dir: str, command: str) -> bool:
-    """Runs every job of one row, interleaved per seed; writes the report; returns False on any error."""
+def run_seed(name: str, seed: int, budget: int, work_dir: str) -> list[dict[str, Any]]:
+    """Runs the SB3 job of one row and seed, then each elegantrl agent's, one after another."""
     row = ROWS[name]
-    budget = budget or row.budget
-    runs = [(SB3, row.sb3_algo)] + [(OURS, agent) for agent in row.agents]
     results = []
-    for seed in seeds:  # interleaved per seed, so a drift in machine speed hits both libraries alike
-        for library, agent in runs:
-            job = Job(name, library, agent, seed, budget, os.path.join(work_dir, name, f"{library}-{agent}-seed{seed}"))
-            result = summarise(job, row.target, launch(job))
-            results.append(result)
-            print(f"[{name} seed {seed}] {label(result)}: {result['status']} at {fmt(result['steps'], 0)} env steps, "
-                  f"{fmt(result['seconds'])} s, best {fmt(result['best_return'])}", flush=True)
-    add_ratios(results)
-    print(f"\n## {name}: {row.env_id}, target {row.target:g}, budget {budget:,d}\n\n" + write_report(name, row, budget, results, out, command))
-    return all(r["status"] != "error" for r in results)
+    for library, agent in [(SB3, row.sb3_algo)] + [(OURS, agent) for agent in row.agents]:
+        job = Job(name, library, agent, seed, budget, os.path.join(work_dir, name, f"{library}-{agent}-seed{seed}"))
+        result = summarise(job, row.target, launch(job))
+        results.append(result)
+        print(f"[{name} seed {seed}] {label(result)}: {result['status']} at {fmt(result['steps'], 0)} env steps, "
+              f"{fmt(result['seconds'])} s, best {fmt(result['best_return'])}", flush=True)
+    return results
+
+
+def run_rows(names: list[str], seeds: list[int], budget: int | None, out: str, work_dir: str, command: str, jobs: int = 1) -> bool:
+    """Runs every (row, seed) of `names`, `jobs` of them at a time; writes each row's report; False on any error.
+
+    A (row, seed) runs its libraries back to back, so a drift in machine speed hits both alike. With
+    ``jobs > 1`` several seeds train at once, each job a single-threaded process on its own core:
+    the machine is busier, but equally so for both libraries, and the report says how many ran at once.
+    """
+    ok = True
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        pending = {name: [pool.submit(run_seed, name, seed, budget or ROWS[name].budget, work_dir) for seed in seeds]
+                   for name in names}
+        for name, futures in pending.items():  # a row's report is written as soon as its own seeds are done
+            row, row_budget = ROWS[name], budget or ROWS[name].budget
+            results = [result for future in futures for result in future.result()]
+            add_ratios(results)
+            print(f"\n## {name}: {row.env_id}, target {row.target:g}, budget {row_budget:,d}\n\n"
+                  + write_report(name, row, row_budget, results, out, command, jobs))
+            ok = ok and all(r["status"] != "error" for r in results)
+    return ok
 
 
 # ---- learner throughput: elegantrl's SAC update against a plain-PyTorch one ------------------
@@ -832,15 +850,23 @@ def main() -> int:
     parser.add_argument("--out", default=os.path.join(HERE, "results"), help="where the .md and .csv reports go (default: benchmarks/results)")
     parser.add_argument("--work-dir", default=os.path.join(HERE, "runs"), help="run folders of the jobs (default: benchmarks/runs, git-ignored)")
     parser.add_argument("--repeats", type=int, default=30, help="timings per library and case in sac-throughput and env-throughput (default: 30)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="(row, seed) pairs trained at once, each job a single-threaded process (default: 1; at most the number of CPUs)")
     parser.add_argument("--job", help=argparse.SUPPRESS)  # internal: the JSON of one Job, run in this process
     options = parser.parse_args()
     if options.job:
         run_job(Job(**json.loads(options.job)))
         return 0
     command = "python " + shlex.join(sys.argv)
-    ok = [THROUGHPUT_ROWS[name](options.out, command, options.repeats) if name in THROUGHPUT_ROWS
-          else run_row(name, options.seeds, options.budget, options.out, options.work_dir, command) for name in options.rows]
-    return 0 if all(ok) else 1
+    if not 1 <= options.jobs <= len(os.sched_getaffinity(0)):
+        parser.error(f"--jobs must be between 1 and the number of CPUs ({len(os.sched_getaffinity(0))}), got {options.jobs}: "
+                     "each job is a single-threaded process that needs a core of its own")
+    training = [name for name in options.rows if name in ROWS]
+    ok = run_rows(training, options.seeds, options.budget, options.out, options.work_dir, command, options.jobs) if training else True
+    for name in options.rows:  # timings last, so that no training job runs beside them
+        if name in THROUGHPUT_ROWS:
+            ok = THROUGHPUT_ROWS[name](options.out, command, options.repeats) and ok
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
