@@ -487,8 +487,9 @@ def machine() -> str:
             f"stable-baselines3 {stable_baselines3.__version__}, gymnasium {gym.__version__}, elegantrl at git {commit or 'unknown'}")
 
 
-def write_report(name: str, row: Row, budget: int, results: list[dict[str, Any]], out: str, command: str, jobs: int = 1) -> str:
-    """Writes ``out/<row>.csv`` (one line per run) and ``out/<row>.md``; returns the tables."""
+def write_report(name: str, row: Row, budget: int, results: list[dict[str, Any]], out: str, command: str, jobs: int = 1,
+                 note: str = "") -> str:
+    """Writes ``out/<row>.csv`` (one line per run) and ``out/<row>.md``, with `note` under the command; returns the tables."""
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, f"{name}.csv"), "w", newline="") as file:
         writer = csv.DictWriter(file, fieldnames=["row", "env_id", "target", "budget", *results[0]])
@@ -500,6 +501,7 @@ def write_report(name: str, row: Row, budget: int, results: list[dict[str, Any]]
         file.write(
             f"# {name}: {row.env_id}, target {row.target:g}, budget {budget:,d} env steps\n\n"
             f"- Command: `{command}`\n"
+            + (f"- Note: {note}\n" if note else "") +
             f"- Date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}\n"
             f"- Machine: {machine()}\n"
             f"- Evaluation: {row.eval_episodes} deterministic episodes every {row.eval_gap:,d} env steps on a separate env "
@@ -513,12 +515,18 @@ def write_report(name: str, row: Row, budget: int, results: list[dict[str, Any]]
     return body
 
 
+def seed_jobs(name: str, seed: int, budget: int, work_dir: str) -> list[Job]:
+    """The jobs of one row and seed, in the order they run: the SB3 baseline, then each elegantrl agent."""
+    row = ROWS[name]
+    return [Job(name, library, agent, seed, budget, os.path.join(work_dir, name, f"{library}-{agent}-seed{seed}"))
+            for library, agent in [(SB3, row.sb3_algo)] + [(OURS, agent) for agent in row.agents]]
+
+
 def run_seed(name: str, seed: int, budget: int, work_dir: str) -> list[dict[str, Any]]:
     """Runs the SB3 job of one row and seed, then each elegantrl agent's, one after another."""
     row = ROWS[name]
     results = []
-    for library, agent in [(SB3, row.sb3_algo)] + [(OURS, agent) for agent in row.agents]:
-        job = Job(name, library, agent, seed, budget, os.path.join(work_dir, name, f"{library}-{agent}-seed{seed}"))
+    for job in seed_jobs(name, seed, budget, work_dir):
         result = summarise(job, row.target, launch(job))
         results.append(result)
         print(f"[{name} seed {seed}] {label(result)}: {result['status']} at {fmt(result['steps'], 0)} env steps, "
@@ -544,6 +552,33 @@ def run_rows(names: list[str], seeds: list[int], budget: int | None, out: str, w
             print(f"\n## {name}: {row.env_id}, target {row.target:g}, budget {row_budget:,d}\n\n"
                   + write_report(name, row, row_budget, results, out, command, jobs))
             ok = ok and all(r["status"] != "error" for r in results)
+    return ok
+
+
+def report_rows(names: list[str], seeds: list[int], budget: int | None, out: str, work_dir: str, command: str, jobs: int = 1) -> bool:
+    """Writes each row's report from the finished jobs already in `work_dir`, training nothing.
+
+    For a run that was stopped before its last seed: a seed counts only if every job of it
+    finished (its last evaluation reached the target or the budget), and the report names the
+    seeds left out. Returns False if a row has no finished seed.
+    """
+    ok = True
+    for name in names:
+        row, row_budget = ROWS[name], budget or ROWS[name].budget
+        results, missing = [], []
+        for seed in seeds:
+            summaries = [summarise(job, row.target, True) for job in seed_jobs(name, seed, row_budget, work_dir)]
+            if all(r["status"] == "reached" or r["steps"] >= row_budget for r in summaries):
+                results += summaries
+            else:
+                missing.append(seed)
+        if not results:
+            print(f"{name}: no seed has finished all its jobs in {work_dir}", file=sys.stderr)
+            ok = False
+            continue
+        add_ratios(results)
+        note = f"Rebuilt from the finished jobs' run folders; seeds {missing} had not finished and are left out." if missing else ""
+        print(f"\n## {name}\n\n" + write_report(name, row, row_budget, results, out, command, jobs, note))
     return ok
 
 
@@ -856,6 +891,8 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=30, help="timings per library and case in sac-throughput and env-throughput (default: 30)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="(row, seed) pairs trained at once, each job a single-threaded process (default: 1; at most the number of CPUs)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="train nothing: rewrite the rows' reports from the finished jobs in --work-dir (after a run was stopped)")
     parser.add_argument("--job", help=argparse.SUPPRESS)  # internal: the JSON of one Job, run in this process
     options = parser.parse_args()
     if options.job:
@@ -866,7 +903,8 @@ def main() -> int:
         parser.error(f"--jobs must be between 1 and the number of CPUs ({len(os.sched_getaffinity(0))}), got {options.jobs}: "
                      "each job is a single-threaded process that needs a core of its own")
     training = [name for name in options.rows if name in ROWS]
-    ok = run_rows(training, options.seeds, options.budget, options.out, options.work_dir, command, options.jobs) if training else True
+    write = report_rows if options.report_only else run_rows
+    ok = write(training, options.seeds, options.budget, options.out, options.work_dir, command, options.jobs) if training else True
     for name in options.rows:  # timings last, so that no training job runs beside them
         if name in THROUGHPUT_ROWS:
             ok = THROUGHPUT_ROWS[name](options.out, command, options.repeats) and ok
