@@ -534,6 +534,14 @@ def run_seed(name: str, seed: int, budget: int, work_dir: str) -> list[dict[str,
     return results
 
 
+def finish_row(name: str, budget: int, results: list[dict[str, Any]], out: str, command: str, jobs: int, note: str = "") -> None:
+    """Adds the ratios to a row's results, writes its report and prints its tables."""
+    row = ROWS[name]
+    add_ratios(results)
+    print(f"\n## {name}: {row.env_id}, target {row.target:g}, budget {budget:,d}\n\n"
+          + write_report(name, row, budget, results, out, command, jobs, note))
+
+
 def run_rows(names: list[str], seeds: list[int], budget: int | None, out: str, work_dir: str, command: str, jobs: int = 1) -> bool:
     """Runs every (row, seed) of `names`, `jobs` of them at a time; writes each row's report; False on any error.
 
@@ -546,11 +554,8 @@ def run_rows(names: list[str], seeds: list[int], budget: int | None, out: str, w
         pending = {name: [pool.submit(run_seed, name, seed, budget or ROWS[name].budget, work_dir) for seed in seeds]
                    for name in names}
         for name, futures in pending.items():  # a row's report is written as soon as its own seeds are done
-            row, row_budget = ROWS[name], budget or ROWS[name].budget
             results = [result for future in futures for result in future.result()]
-            add_ratios(results)
-            print(f"\n## {name}: {row.env_id}, target {row.target:g}, budget {row_budget:,d}\n\n"
-                  + write_report(name, row, row_budget, results, out, command, jobs))
+            finish_row(name, budget or ROWS[name].budget, results, out, command, jobs)
             ok = ok and all(r["status"] != "error" for r in results)
     return ok
 
@@ -576,9 +581,8 @@ def report_rows(names: list[str], seeds: list[int], budget: int | None, out: str
             print(f"{name}: no seed has finished all its jobs in {work_dir}", file=sys.stderr)
             ok = False
             continue
-        add_ratios(results)
         note = f"Rebuilt from the finished jobs' run folders; seeds {missing} had not finished and are left out." if missing else ""
-        print(f"\n## {name}\n\n" + write_report(name, row, row_budget, results, out, command, jobs, note))
+        finish_row(name, row_budget, results, out, command, jobs, note)
     return ok
 
 
