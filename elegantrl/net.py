@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import torch
 from torch import nn
@@ -25,15 +26,23 @@ class StateNorm(nn.Module):
         super().__init__()
         self.register_buffer("mean", torch.zeros(dim))
         self.register_buffer("std", torch.ones(dim))
+        # a Python flag, not a tensor test: the unnormalised path then costs nothing on every forward
+        self.if_active = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return (x - self.mean) / self.std
+        return (x - self.mean) / self.std if self.if_active else x
 
     @torch.no_grad()
     def set(self, mean: torch.Tensor, std: torch.Tensor) -> None:
         """Sets the statistics of the first ``len(mean)`` input features (the state's)."""
         self.mean[: len(mean)] = mean
         self.std[: len(std)] = std
+        self.if_active = True
+
+    def _load_from_state_dict(self, *args: Any, **kwargs: Any) -> None:
+        super()._load_from_state_dict(*args, **kwargs)
+        # statistics still at their initial values mean the saved network did not normalise
+        self.if_active = bool(self.mean.any() or self.std.ne(1).any())
 
 
 def build_mlp(dims: Sequence[int], activation: type[nn.Module] = nn.ReLU, if_raw_out: bool = True) -> nn.Sequential:

@@ -199,3 +199,18 @@ def test_running_state_statistics_match_the_data():
     assert torch.allclose(agent.state_mean, data.mean(0), atol=1e-4)
     assert torch.allclose(agent.state_var, data.var(0, unbiased=False), atol=1e-3)
     assert torch.allclose(agent.actor.net[0].std, data.std(0, unbiased=False), atol=1e-3)
+
+
+def test_state_norm_is_a_free_identity_until_set_and_after_loading_unset_statistics():
+    agent = AgentPPO()
+    agent.init(8, 2, 1)
+    states = torch.randn(4, 2)
+    norm = agent.actor.net[0]
+    assert norm(states) is states  # no arithmetic on the hot path while states are not normalised
+    fresh = AgentPPO()
+    fresh.init(8, 2, 1)
+    fresh.actor.load_state_dict(agent.actor.state_dict())
+    assert fresh.actor.net[0](states) is states
+    agent.update_state_norm(torch.randn(100, 2) * 3.0 + 1.0)
+    fresh.actor.load_state_dict(agent.actor.state_dict())  # a loaded network normalises as the saved one did
+    assert torch.allclose(fresh.actor.net[0](states), (states - norm.mean) / norm.std)
