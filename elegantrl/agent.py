@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -53,6 +54,16 @@ def mean_logs(steps: Iterable[dict[str, torch.Tensor]]) -> dict[str, float]:
             sums[name] = sums.get(name, 0.0) + value.detach()
             counts[name] = counts.get(name, 0) + 1
     return {name: float(value) / counts[name] for name, value in sums.items()}
+
+
+def check_setting(agent: object, name: str, value: Any, ok: bool, rule: str) -> None:
+    """Raises ValueError naming the agent's setting and the rule it breaks: at construction, not mid-run."""
+    if not ok:
+        raise ValueError(f"{type(agent).__name__}({name}={value!r}): {name} must be {rule}")
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1
 
 
 class AgentBase:
@@ -335,8 +346,10 @@ class AgentDQN(AgentBase):
     )
 
     def __init__(self, explore_rate: tuple[float, float] = (1.0, 0.02), explore_decay_steps: int = 5_000):
-        if not (0.0 <= explore_rate[1] <= explore_rate[0] <= 1.0):
-            raise ValueError(f"explore_rate must be (start, end) with 0 <= end <= start <= 1, got {explore_rate}")
+        pair = isinstance(explore_rate, (tuple, list)) and len(explore_rate) == 2
+        check_setting(self, "explore_rate", explore_rate, pair and 0.0 <= explore_rate[1] <= explore_rate[0] <= 1.0,
+                      "(start, end) with 0 <= end <= start <= 1, e.g. (1.0, 0.02); a constant rate r is (r, r)")
+        check_setting(self, "explore_decay_steps", explore_decay_steps, explore_decay_steps >= 0, "zero or positive")
         self.explore_rate_range = explore_rate
         self.explore_decay_steps = explore_decay_steps
 
@@ -397,6 +410,7 @@ class AgentDDPG(AgentBase):
     )
 
     def __init__(self, explore_noise: float = 0.1, if_ou_noise: bool = False):
+        check_setting(self, "explore_noise", explore_noise, explore_noise >= 0.0, "zero or positive (a standard deviation)")
         self.explore_noise, self.if_ou_noise = explore_noise, if_ou_noise
 
     def init(self, *args: Any, **kwargs: Any) -> None:
@@ -438,6 +452,9 @@ class AgentTD3(AgentDDPG):
 
     def __init__(self, explore_noise: float = 0.1, policy_noise: float = 0.2, noise_clip: float = 0.5, actor_update_gap: int = 2):
         super().__init__(explore_noise)
+        check_setting(self, "policy_noise", policy_noise, policy_noise >= 0.0, "zero or positive")
+        check_setting(self, "noise_clip", noise_clip, noise_clip >= 0.0, "zero or positive")
+        check_setting(self, "actor_update_gap", actor_update_gap, _is_count(actor_update_gap), "a whole number of at least 1")
         self.policy_noise, self.noise_clip, self.actor_update_gap = policy_noise, noise_clip, actor_update_gap
 
     def target_action(self, next_state: torch.Tensor) -> torch.Tensor:
@@ -459,6 +476,8 @@ class AgentSAC(AgentBase):
     arg_defaults = AgentDDPG.arg_defaults
 
     def __init__(self, target_entropy: float | None = None):
+        check_setting(self, "target_entropy", target_entropy, target_entropy is None or math.isfinite(target_entropy),
+                      "a finite number, or None for -action_dim")
         self.target_entropy = target_entropy
 
     def init(self, *args: Any, **kwargs: Any) -> None:
@@ -503,6 +522,7 @@ class AgentModSAC(AgentSAC):
 
     def __init__(self, target_entropy: float | None = None, actor_update_gap: int = 2):
         super().__init__(target_entropy)
+        check_setting(self, "actor_update_gap", actor_update_gap, _is_count(actor_update_gap), "a whole number of at least 1")
         self.actor_update_gap = actor_update_gap
 
     def init(self, *args: Any, **kwargs: Any) -> None:
@@ -558,6 +578,9 @@ class AgentPPO(AgentBase):
     )
 
     def __init__(self, ratio_clip: float = 0.2, lambda_entropy: float = 0.0, lambda_gae_adv: float = 0.95):
+        check_setting(self, "ratio_clip", ratio_clip, ratio_clip > 0.0, "positive, e.g. 0.2")
+        check_setting(self, "lambda_entropy", lambda_entropy, lambda_entropy >= 0.0, "zero or positive")
+        check_setting(self, "lambda_gae_adv", lambda_gae_adv, 0.0 <= lambda_gae_adv <= 1.0, "in [0, 1]")
         self.ratio_clip, self.lambda_entropy, self.lambda_gae_adv = ratio_clip, lambda_entropy, lambda_gae_adv
 
     def select_action(self, state: torch.Tensor) -> torch.Tensor:

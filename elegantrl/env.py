@@ -83,6 +83,7 @@ class PreprocessEnv(gym.Env):
         self.env_name: str = getattr(spec, "id", None) or type(getattr(env, "unwrapped", env)).__name__
         self._reset_takes_seed = _takes_seed(env.reset)
 
+        self._obs_start = 0  # a Discrete(n, start) state s is one-hot at index s - start
         self.observation_space, self.state_dim, self._obs_n = self._convert_observation_space(env.observation_space)
         self.action_space, self.action_dim, self.if_discrete = self._convert_action_space(env.action_space)
 
@@ -104,36 +105,38 @@ class PreprocessEnv(gym.Env):
         self.render_mode = getattr(env, "render_mode", None)
 
     def _convert_observation_space(self, space: Any) -> tuple[gym.spaces.Box, int, int | None]:
-        if hasattr(space, "n") and not hasattr(space, "nvec"):  # Discrete states become one-hot
-            n = int(space.n)
+        if _is_discrete(space):  # Discrete states become one-hot
+            n, self._obs_start = int(space.n), int(getattr(space, "start", 0))
             return gym.spaces.Box(0.0, 1.0, (n,), np.float32), n, n
-        shape = getattr(space, "shape", None)
-        if hasattr(space, "low") and shape:
-            dim = int(np.prod(shape))
-            low = np.asarray(space.low, dtype=np.float32).reshape(-1)
-            high = np.asarray(space.high, dtype=np.float32).reshape(-1)
+        if _is_box(space) or _is_multi_binary(space):
+            dim = int(np.prod(space.shape))
+            low = np.broadcast_to(np.asarray(getattr(space, "low", 0.0), dtype=np.float32), space.shape).reshape(-1)
+            high = np.broadcast_to(np.asarray(getattr(space, "high", 1.0), dtype=np.float32), space.shape).reshape(-1)
             return gym.spaces.Box(low, high, (dim,), np.float32), dim, None
         raise TypeError(
-            f"env {self.env_name!r} has observation space {space}; elegantrl needs a Box or Discrete "
-            f"observation space. Flatten a Dict or Tuple space with "
+            f"env {self.env_name!r} has observation space {space}; elegantrl needs a Box, Discrete or "
+            f"MultiBinary observation space. Flatten a Dict or Tuple space with "
             f"gymnasium.wrappers.FlattenObservation first."
         )
 
     def _convert_action_space(self, space: Any) -> tuple[gym.spaces.Space, int, bool]:
-        if hasattr(space, "n") and not hasattr(space, "nvec"):
+        if _is_discrete(space):
             self._action_start = int(getattr(space, "start", 0))
             return gym.spaces.Discrete(int(space.n)), int(space.n), True
         shape = getattr(space, "shape", None)
-        if hasattr(space, "low") and shape is not None and len(shape) == 1:
+        if _is_box(space) and len(shape) == 1:
             self._action_low = np.asarray(space.low, dtype=np.float32)
             self._action_high = np.asarray(space.high, dtype=np.float32)
+            # an integer Box gets whole numbers: the nearest to the continuous action
+            self._action_dtype = space.dtype if np.issubdtype(space.dtype, np.integer) else None
             self._if_bounded = bool(np.isfinite(self._action_low).all() and np.isfinite(self._action_high).all())
             if self._if_bounded:  # agents act in [-1, 1]; step() maps to the env's bounds
                 return gym.spaces.Box(-1.0, 1.0, shape, np.float32), int(shape[0]), False
             return gym.spaces.Box(self._action_low, self._action_high, shape, np.float32), int(shape[0]), False
         raise TypeError(
             f"env {self.env_name!r} has action space {space}; elegantrl needs a Discrete action space "
-            f"or a one-dimensional Box. Wrap the env to present one of these."
+            f"or a one-dimensional Box. Wrap the env to present one of these (for a MultiDiscrete or "
+            f"MultiBinary space, e.g. a Discrete space that enumerates the combinations)."
         )
 
     @property
@@ -144,7 +147,7 @@ class PreprocessEnv(gym.Env):
     def _state(self, obs: Any) -> np.ndarray:
         if self._obs_n is not None:
             state = np.zeros(self._obs_n, dtype=np.float32)
-            state[int(obs)] = 1.0
+            state[int(obs) - self._obs_start] = 1.0
             return state
         return np.asarray(obs, dtype=np.float32).reshape(-1)
 
@@ -171,8 +174,15 @@ class PreprocessEnv(gym.Env):
             action = int(action) + self._action_start
         else:
             action = np.asarray(action, dtype=np.float32).reshape(self.action_space.shape)
+            if not np.isfinite(action).all():
+                raise FloatingPointError(
+                    f"env {self.env_name!r} was given a non-finite action {action}: the actor's weights have diverged "
+                    f"(NaN or inf). Try a lower learning_rate or reward_scale."
+                )
             if self._if_bounded:
                 action = self._action_low + (np.clip(action, -1.0, 1.0) + 1.0) * 0.5 * (self._action_high - self._action_low)
+            if self._action_dtype is not None:
+                action = np.rint(action).astype(self._action_dtype)
         result = self.env.step(action)
         if len(result) == 5:
             obs, reward, terminated, truncated, info = result
@@ -188,7 +198,8 @@ class PreprocessEnv(gym.Env):
         self._episode_step += 1
         if self._own_limit is not None and self._episode_step >= self._own_limit and not terminated:
             truncated = True
-        return self._state(obs), float(reward), bool(terminated), bool(truncated), info
+        reward = float(reward) if np.ndim(reward) == 0 else float(np.asarray(reward).item())  # e.g. an array of shape (1,)
+        return self._state(obs), reward, bool(terminated), bool(truncated), info
 
     def render(self) -> Any:
         """Renders the wrapped env."""
@@ -206,11 +217,11 @@ class PreprocessEnv(gym.Env):
         )
 
 
-def clone_env(env: PreprocessEnv) -> PreprocessEnv:
-    """A second, independent instance of `env` (for evaluation).
+def clone_env(env: PreprocessEnv, fix: str = "Pass one: Arguments(eval_env=PreprocessEnv(...))") -> PreprocessEnv:
+    """A second, independent instance of `env` (for evaluation, or a vector env's sub-env).
 
     A deep copy keeps whatever the user changed on the env; an env that cannot be copied is
-    made again from its registered spec.
+    made again from its registered spec. Else a TypeError ending in `fix` says what to do.
     """
     try:
         return copy.deepcopy(env)
@@ -220,8 +231,8 @@ def clone_env(env: PreprocessEnv) -> PreprocessEnv:
             return PreprocessEnv(gym.make(spec), target_return=env.target_return, max_step=env._own_limit)
         except Exception:
             raise TypeError(
-                f"cannot make a separate evaluation env from {env.env_name!r}: deepcopy fails ({copy_error}) "
-                f"and it has no spec to make it again. Pass one: Arguments(eval_env=PreprocessEnv(...))"
+                f"cannot make a second instance of env {env.env_name!r}: deepcopy fails ({copy_error}) "
+                f"and it has no registered spec to make it again. {fix}"
             ) from copy_error
 
 
@@ -232,7 +243,10 @@ def build_vector_env(env: PreprocessEnv, num_envs: int, if_async: bool = False) 
     the final observation in ``info["final_obs"]``, so that no transition pairs the last state
     of one episode with the first state of the next. ``if_async`` steps them in worker processes.
     """
-    make_copies = [lambda: clone_env(env) for _ in range(num_envs)]
+    fix = (f"num_envs={num_envs} needs that many copies: make the env deep-copyable, register it with "
+           f"gymnasium.register, or use num_envs=1")
+    copies = [clone_env(env, fix) for _ in range(num_envs)]  # made here, so that a failure is reported here
+    make_copies = [lambda copy_=copy_: copy_ for copy_ in copies]
     vector_class = gym.vector.AsyncVectorEnv if if_async else gym.vector.SyncVectorEnv
     return vector_class(make_copies, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
@@ -254,15 +268,16 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
     problems: list[str] = []
     notes: list[str] = []
     obs_space, action_space = raw.observation_space, raw.action_space
-    if not isinstance(obs_space, (gym.spaces.Box, gym.spaces.Discrete)):
-        problems.append(f"observation_space is {obs_space!r}; use a gymnasium.spaces.Box (or Discrete)")
-    if not isinstance(action_space, (gym.spaces.Box, gym.spaces.Discrete)):
-        problems.append(f"action_space is {action_space!r}; use a gymnasium.spaces.Box (one-dimensional) or Discrete")
+    if not (_is_box(obs_space) or _is_discrete(obs_space) or _is_multi_binary(obs_space)):
+        problems.append(f"observation_space is {obs_space!r}; use a Box, Discrete or MultiBinary space "
+                        f"(flatten a Dict or Tuple space with gymnasium.wrappers.FlattenObservation)")
+    if not ((_is_box(action_space) and len(action_space.shape) == 1) or _is_discrete(action_space)):
+        problems.append(f"action_space is {action_space!r}; use a one-dimensional Box or a Discrete space")
     if problems:
         raise ValueError(_problem_report(name, problems))
 
     def check_obs(obs: Any, where: str) -> None:
-        if isinstance(obs_space, gym.spaces.Discrete):
+        if _is_discrete(obs_space):
             if not np.issubdtype(np.asarray(obs).dtype, np.integer) or not obs_space.contains(int(obs)):
                 problems.append(f"{where} returned observation {obs!r}, which is not in {obs_space}")
             return
@@ -294,8 +309,8 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
 
     check_obs(reset(), "reset()")
     rng = np.random.default_rng(0)
-    if isinstance(action_space, gym.spaces.Discrete):
-        actions = [action_space.start + int(a) for a in rng.integers(action_space.n, size=steps)]
+    if _is_discrete(action_space):
+        actions = [int(getattr(action_space, "start", 0)) + int(a) for a in rng.integers(action_space.n, size=steps)]
     else:
         low, high = action_space.low, action_space.high
         if np.isfinite(low).all() and np.isfinite(high).all():
@@ -334,6 +349,21 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
     if problems:
         raise ValueError(_problem_report(name, problems))
     return sorted(set(notes), key=notes.index)
+
+
+def _is_discrete(space: Any) -> bool:
+    """A Discrete space, of Gymnasium or of old Gym (duck-typed): one integer, so it has no shape."""
+    return hasattr(space, "n") and not hasattr(space, "nvec") and not getattr(space, "shape", None)
+
+
+def _is_multi_binary(space: Any) -> bool:
+    """A MultiBinary space: an array of 0/1 that has ``n`` like Discrete, but a shape too."""
+    return hasattr(space, "n") and not hasattr(space, "nvec") and bool(getattr(space, "shape", None))
+
+
+def _is_box(space: Any) -> bool:
+    """A Box space, of Gymnasium or of old Gym (duck-typed)."""
+    return hasattr(space, "low") and hasattr(space, "high") and getattr(space, "shape", None) is not None
 
 
 def _takes_seed(reset: Any) -> bool:

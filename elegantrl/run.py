@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import difflib
 import inspect
 import json
 import math
@@ -47,6 +48,7 @@ class Arguments:
 
     cwd: str | None = _arg(None, "the run folder; by default runs/{env}_{agent}_{seed} (a new one if that exists)", str)
     if_remove: bool = _arg(False, "delete an existing run folder `cwd` before training", bool)
+    if_resume: bool = _arg(False, "continue the run in `cwd` from its agent.pth (break_step counts its steps too)", bool)
     random_seed: int = _arg(0, "seeds torch and the envs: one seed gives one learning curve", int)
     device: str | None = _arg(None, "torch device of the learner, e.g. cpu or cuda:0; by default cuda:0 if available", str)
     num_threads: int = _arg(1, "torch CPU threads while training; 1 is fastest for small networks, more help wide ones", int)
@@ -74,6 +76,12 @@ class Arguments:
     if_print: bool = _arg(True, "print one progress line per evaluation", bool)
     if_tensorboard: bool = _arg(False, "also log the evaluation figures to TensorBoard, in cwd/tensorboard", bool)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in self.__dataclass_fields__:  # a typo would otherwise be ignored silently
+            close = difflib.get_close_matches(name, list(self.__dataclass_fields__), n=1)
+            raise AttributeError(f"Arguments has no field {name!r}" + (f"; did you mean {close[0]!r}?" if close else ""))
+        super().__setattr__(name, value)
+
     def init_before_training(self) -> None:
         """Validates the fields and the env (`check_env`), fills the defaults, creates the run folder.
 
@@ -93,6 +101,12 @@ class Arguments:
         if self.eval_env is not None and not isinstance(self.eval_env, PreprocessEnv):
             self.eval_env = PreprocessEnv(self.eval_env)
         self._check_agent_fits_env()
+        if self.eval_env is not None:
+            sizes = [(e.state_dim, e.action_dim, e.if_discrete) for e in (self.env, self.eval_env)]
+            if sizes[0] != sizes[1]:
+                raise ValueError(f"eval_env {self.eval_env.env_name!r} does not match env {self.env.env_name!r}: "
+                                 f"(state_dim, action_dim, if_discrete) are {sizes[1]} against {sizes[0]}; "
+                                 f"evaluate on the same kind of env, or leave eval_env unset for a copy of env")
         for note in check_env(self.env):  # raises on a broken env before anything is built
             warnings.warn(f"env {self.env.env_name!r}: {note}", stacklevel=2)
         if self.if_on_policy is not None and self.if_on_policy == self.agent.if_off_policy:
@@ -109,6 +123,10 @@ class Arguments:
         self.target_return = self.env.target_return
         if self.device is None:
             self.device = "cuda:0" if torch.cuda.is_available() else "cpu"
+        try:
+            torch.device(self.device)
+        except RuntimeError as error:
+            raise ValueError(f"Arguments.device {self.device!r} is not a torch device; use e.g. 'cpu' or 'cuda:0'") from error
         self._prepare_cwd()
 
     def _check_agent_fits_env(self) -> None:
@@ -124,7 +142,8 @@ class Arguments:
         if not env.if_bounded_actions:
             raise ValueError(
                 f"{env.env_name} has an unbounded Box action space; elegantrl's actors act in [-1, 1] "
-                f"and need finite bounds. Wrap the env with gymnasium.wrappers.ClipAction or give it bounds."
+                f"and map that to the bounds, so they must be finite. Give the env's action_space finite "
+                f"low and high (e.g. env.action_space = gymnasium.spaces.Box(-2.0, 2.0, shape))."
             )
 
     def _check_values(self) -> None:
@@ -136,7 +155,7 @@ class Arguments:
             if isinstance(value, bool) != (expected is bool) or not isinstance(value, kinds):
                 raise TypeError(f"Arguments.{spec.name} must be {expected.__name__}, got {value!r} ({type(value).__name__})")
         positive = ["net_dim", "batch_size", "repeat_times", "target_step", "max_memo", "learning_rate", "break_step",
-                    "eval_gap", "eval_times1", "num_threads", "num_envs"]
+                    "eval_gap", "eval_times1", "num_threads", "num_envs", "reward_scale"]
         for name in positive:  # None: a setting the agent does not use (max_memo for on-policy agents)
             if getattr(self, name) is not None and not getattr(self, name) > 0:
                 raise ValueError(f"Arguments.{name} must be positive, got {getattr(self, name)!r}")
@@ -154,6 +173,9 @@ class Arguments:
             raise ValueError(f"Arguments.batch_size ({self.batch_size}) exceeds max_memo ({self.max_memo}); lower batch_size or raise max_memo")
 
     def _prepare_cwd(self) -> None:
+        if self.if_resume:
+            self._check_resumable()
+            return
         if self.cwd is None:
             agent_name = type(self.agent).__name__.removeprefix("Agent")
             base = os.path.join("runs", f"{self.env.env_name}_{agent_name}_{self.random_seed}")
@@ -166,6 +188,21 @@ class Arguments:
         if os.path.isdir(self.cwd) and os.listdir(self.cwd):
             raise FileExistsError(f"run folder {self.cwd!r} already holds a run; set if_remove=True to delete it, or choose another cwd")
         os.makedirs(self.cwd, exist_ok=True)
+
+    def _check_resumable(self) -> None:
+        if self.if_remove:
+            raise ValueError("if_resume=True and if_remove=True: that would delete the run to resume; set only one")
+        if self.cwd is None or not os.path.isfile(os.path.join(self.cwd, "agent.pth")):
+            raise FileNotFoundError(f"if_resume=True needs cwd set to a run folder that holds agent.pth; got cwd={self.cwd!r}")
+        config_path = os.path.join(self.cwd, "config.json")
+        if os.path.isfile(config_path):
+            with open(config_path) as file:
+                saved = json.load(file)
+            now = {"agent": type(self.agent).__name__, "net_dim": self.net_dim,
+                   "state_dim": self.env.state_dim, "action_dim": self.env.action_dim}
+            differ = [f"{key} {saved.get(key)!r} there, {value!r} now" for key, value in now.items() if saved.get(key) != value]
+            if differ:
+                raise ValueError(f"cannot resume the run in {self.cwd!r} with other sizes: {'; '.join(differ)}")
 
 
 def list_agents() -> dict[str, type[AgentBase]]:
@@ -196,6 +233,7 @@ class Evaluator:
         self.start_time = time.perf_counter()
         self.records: list[dict[str, float]] = []
         self.csv_path = os.path.join(cwd, "recorder.csv")
+        self.if_header_printed = False
         self.writer = None  # TensorBoard: the same figures as the CSV, under cwd/tensorboard
         if if_tensorboard:
             try:
@@ -203,6 +241,16 @@ class Evaluator:
             except ImportError as error:
                 raise ImportError("if_tensorboard needs the tensorboard package: pip install 'elegantrl[tensorboard]'") from error
             self.writer = SummaryWriter(os.path.join(cwd, "tensorboard"))
+
+    def resume(self, total_steps: int) -> None:
+        """Continues the record of an earlier run in the same folder: its curve, best return and clock."""
+        if os.path.isfile(self.csv_path):
+            with open(self.csv_path, newline="") as file:
+                self.records = [{k: int(v) if k == "step" else float(v) for k, v in row.items()} for row in csv.DictReader(file)]
+        if self.records:
+            self.best_return = max(record["best_return"] for record in self.records)
+            self.start_time -= self.records[-1]["seconds"]
+        self.next_eval_step = (total_steps // self.eval_gap + 1) * self.eval_gap
 
     @property
     def train_seconds(self) -> float:
@@ -216,6 +264,8 @@ class Evaluator:
         for _ in range(self.env.max_step):
             state, reward, terminated, truncated, _ = self.env.step(agent.act(state))
             episode_return += reward
+            if not np.isfinite(state).all():
+                raise FloatingPointError(f"evaluation env {self.env.env_name!r} returned a non-finite state: {state}")
             if terminated or truncated:
                 break
         if not math.isfinite(episode_return):
@@ -227,6 +277,12 @@ class Evaluator:
         if total_steps < self.next_eval_step and not if_force:
             return False
         self.next_eval_step = (total_steps // self.eval_gap + 1) * self.eval_gap  # a fixed cadence in env steps
+        for name, value in logs.items():  # before evaluating: a diverged actor is the cause, not the env
+            if not math.isfinite(value):
+                raise FloatingPointError(
+                    f"training diverged at env step {total_steps}: {name} is {value}. {kept_sentence(self.cwd)}"
+                    f"Try a lower learning_rate or reward_scale."
+                )
         start = time.perf_counter()
         returns = [self.episode_return(agent) for _ in range(self.eval_times1)]
         if np.mean(returns) > self.best_return and self.eval_times2:
@@ -236,13 +292,6 @@ class Evaluator:
             self.best_return = mean
             torch.save(agent.actor.state_dict(), os.path.join(self.cwd, "actor.pth"))
         self.eval_seconds += time.perf_counter() - start
-
-        for name, value in logs.items():
-            if not math.isfinite(value):
-                raise FloatingPointError(
-                    f"training diverged at env step {total_steps}: {name} is {value}. The best actor so far "
-                    f"is kept in {self.cwd}; try a lower learning_rate or reward_scale."
-                )
         record = {"step": total_steps, "seconds": self.train_seconds, "return_mean": mean, "return_std": std,
                   "best_return": self.best_return, **logs}
         self._write_record(record)
@@ -252,8 +301,9 @@ class Evaluator:
         if not self.records:
             with open(self.csv_path, "w", newline="") as file:
                 csv.writer(file).writerow(record.keys())
-            if self.if_print:
-                print(f"{'step':>10} {'seconds':>8} {'return (mean ± std)':>21} {'best':>9}  " + "  ".join(f"{k:>12}" for k in list(record)[5:]))
+        if self.if_print and not self.if_header_printed:
+            self.if_header_printed = True
+            print(f"{'step':>10} {'seconds':>8} {'return (mean ± std)':>21} {'best':>9}  " + "  ".join(f"{k:>12}" for k in list(record)[5:]))
         self.records.append(record)
         with open(self.csv_path, "a", newline="") as file:
             csv.writer(file).writerow(record.values())
@@ -293,6 +343,13 @@ class Evaluator:
         return path
 
 
+def kept_sentence(cwd: str) -> str:
+    """What a failed run leaves: says where the best actor is, if one was saved yet."""
+    if os.path.isfile(os.path.join(cwd, "actor.pth")):
+        return f"The best actor so far is kept in {cwd}/actor.pth. "
+    return f"No evaluation had finished, so {cwd} holds no actor.pth yet. "
+
+
 def check_finite(transitions: Transitions, first_step: int, env_name: str, cwd: str) -> None:
     """Raises if the env produced a NaN or inf state or reward, naming the env step."""
     bad = ~(torch.isfinite(transitions.reward) & torch.isfinite(transitions.state).all(-1) & torch.isfinite(transitions.next_state).all(-1))
@@ -302,7 +359,7 @@ def check_finite(transitions: Transitions, first_step: int, env_name: str, cwd: 
         which = f" (sub-env {index % num_envs} of {num_envs})" if num_envs > 1 else ""
         raise FloatingPointError(
             f"env {env_name!r} returned a non-finite state or reward at env step {first_step + index + 1}{which}; training stopped. "
-            f"The best actor so far is kept in {cwd}. Check the env's step(), or clip its outputs."
+            f"{kept_sentence(cwd)}Check the env's step(), or clip its outputs."
         )
 
 
@@ -315,8 +372,6 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
     args.init_before_training()
     agent, env = args.agent, args.env
     torch.manual_seed(args.random_seed)
-    user_threads = torch.get_num_threads()
-    torch.set_num_threads(args.num_threads)  # restored at the end: the caller's process keeps its own setting
     eval_env = args.eval_env or clone_env(env)
     agent.init(args.net_dim, env.state_dim, env.action_dim, learning_rate=args.learning_rate, gamma=args.gamma,
                reward_scale=args.reward_scale, batch_size=args.batch_size, repeat_times=args.repeat_times,
@@ -329,6 +384,9 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
         buffer = RolloutBuffer(args.device)
     evaluator = Evaluator(args.cwd, eval_env, args.eval_gap, args.eval_times1, args.eval_times2,
                           args.target_return, args.random_seed, args.if_print, args.if_tensorboard)
+    if args.if_resume:  # networks, optimizers, state statistics and step count; the replay buffer refills below
+        agent.save_or_load_agent(args.cwd, if_save=False)
+        evaluator.resume(agent.total_steps)
     agent_name = type(agent).__name__
     with open(os.path.join(args.cwd, "config.json"), "w") as file:  # what load_agent() needs to rebuild the actor
         json.dump({"agent": agent_name, "env": env.env_name, "net_dim": args.net_dim, "state_dim": env.state_dim,
@@ -337,10 +395,13 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
         print(f"elegantrl: {agent_name} on {env!r}\n  run folder {args.cwd}, seed {args.random_seed}, device {args.device}")
 
     logs: dict[str, float] = {}
+    user_threads = torch.get_num_threads()
+    torch.set_num_threads(args.num_threads)  # restored at the end: the caller's process keeps its own setting
     try:
-        if args.warmup_steps:
-            transitions = agent.explore_env(explore_env, -(-args.warmup_steps // args.num_envs), if_random=True)
-            check_finite(transitions, 0, env.env_name, args.cwd)
+        if args.warmup_steps:  # a resumed run refills its buffer with its own policy, not random actions
+            first_step = agent.total_steps
+            transitions = agent.explore_env(explore_env, -(-args.warmup_steps // args.num_envs), if_random=not args.if_resume)
+            check_finite(transitions, first_step, env.env_name, args.cwd)
             buffer.extend(transitions)
             if args.if_state_norm:
                 agent.update_state_norm(transitions.state)
@@ -366,7 +427,7 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
         raise RuntimeError(
             f"an env worker process of the async vector env died at env step about {agent.total_steps:,d} "
             f"(the env crashed the process, e.g. os._exit or a segfault in its simulator); training stopped. "
-            f"The best actor so far is kept in {args.cwd}. Run with if_async_envs=False to see the env's own error."
+            f"{kept_sentence(args.cwd)}Run with if_async_envs=False to see the env's own error."
         ) from error
     finally:
         torch.set_num_threads(user_threads)
@@ -389,15 +450,23 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
 
 
 def load_agent(cwd: str) -> AgentBase:
-    """The agent of a run folder with its best actor loaded, ready for ``agent.act(states)``."""
+    """The agent of a run folder with its best actor loaded, ready for ``agent.act(states)``.
+
+    ``agent.act`` gives the actions elegantrl's agents work in: for a Box action space these lie in
+    [-1, 1]; step the env through ``PreprocessEnv``, which maps them to the env's bounds.
+    """
     config_path = os.path.join(cwd, "config.json")
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"{cwd!r} is not an elegantrl run folder: it has no config.json")
     with open(config_path) as file:
         config = json.load(file)
+    actor_path = os.path.join(cwd, "actor.pth")
+    if not os.path.isfile(actor_path):
+        raise FileNotFoundError(f"{cwd!r} has no actor.pth: the run stopped before its first evaluation finished. "
+                                f"Its last state is in agent.pth (resume it with Arguments(cwd=..., if_resume=True))")
     agent = list_agents()[config["agent"].removeprefix("Agent")]()
     agent.init(config["net_dim"], config["state_dim"], config["action_dim"])
-    agent.actor.load_state_dict(torch.load(os.path.join(cwd, "actor.pth"), map_location=agent.device, weights_only=True))
+    agent.actor.load_state_dict(torch.load(actor_path, map_location=agent.device, weights_only=True))
     return agent
 
 
@@ -412,7 +481,12 @@ def get_video_to_watch_env_render(cwd: str, episodes: int = 1, fps: int = 30, en
     agent = load_agent(cwd)
     if env is None:
         with open(os.path.join(cwd, "config.json")) as file:
-            env = PreprocessEnv(json.load(file)["env"], render_mode="rgb_array")
+            env_name = json.load(file)["env"]
+        try:
+            env = PreprocessEnv(env_name, render_mode="rgb_array")
+        except ValueError as error:  # not registered: a user's own env class
+            raise ValueError(f"{error} To render an env that is not registered, pass it: "
+                             f"get_video_to_watch_env_render(cwd, env=PreprocessEnv(MyEnv(render_mode='rgb_array')))") from error
     frames = []
     for episode in range(episodes):
         state, _ = env.reset(seed=episode)

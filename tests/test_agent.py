@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from elegantrl.agent import AgentD3QN, AgentDoubleDQN, AgentDQN, AgentDuelingDQN
+from elegantrl.agent import AgentD3QN, AgentDDPG, AgentDoubleDQN, AgentDQN, AgentDuelingDQN, AgentModSAC, AgentPPO, AgentSAC, AgentTD3
 from elegantrl.env import PreprocessEnv
 from elegantrl.replay import ReplayBuffer, Transitions
 
@@ -127,3 +127,22 @@ def test_save_and_load_round_trip(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="no saved agent"):
         loaded.save_or_load_agent(str(tmp_path / "missing"), if_save=False)
+
+
+@pytest.mark.parametrize(
+    "agent_class, setting",
+    [
+        (AgentDQN, dict(explore_rate=0.1)),
+        (AgentDQN, dict(explore_rate=(0.1, 0.5))),
+        (AgentTD3, dict(actor_update_gap=0)),
+        (AgentModSAC, dict(actor_update_gap=1.5)),
+        (AgentDDPG, dict(explore_noise=-0.1)),
+        (AgentSAC, dict(target_entropy=float("nan"))),
+        (AgentPPO, dict(ratio_clip=-1.0)),
+        (AgentPPO, dict(lambda_gae_adv=1.5)),
+    ],
+)
+def test_a_bad_agent_setting_is_refused_when_the_agent_is_made(agent_class, setting):
+    (name, value), = setting.items()
+    with pytest.raises(ValueError, match=f"{agent_class.__name__}\\({name}="):
+        agent_class(**setting)

@@ -97,7 +97,7 @@ def test_a_correct_env_and_the_registered_envs_pass():
         (ArrayReward(), r"reward must be one real number"),
         (ThreeValueStep(), r"returned tuple of length 3; return \(observation, reward, terminated, truncated, info\)"),
         (RejectsBoundaryActions(), r"raised AssertionError: torque too large .* must accept every action"),
-        (TupleObservationSpace(), r"observation_space is Tuple.*use a gymnasium.spaces.Box"),
+        (TupleObservationSpace(), r"observation_space is Tuple.*use a Box, Discrete or MultiBinary space.*FlattenObservation"),
         (InfoNotDict(), r"info must be a dict"),
     ],
 )

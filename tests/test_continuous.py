@@ -137,8 +137,11 @@ class UnboundedActions(gym.Env):
 
 def test_unbounded_box_is_a_clear_error(tmp_path):
     env = PreprocessEnv(UnboundedActions(), max_step=10)
-    with pytest.raises(ValueError, match="unbounded Box action space.*ClipAction"):
+    with pytest.raises(ValueError, match="unbounded Box action space.*finite low and high.*env.action_space ="):
         Arguments(agent=AgentSAC(), env=env, cwd=str(tmp_path)).init_before_training()
+    fixed = UnboundedActions()
+    fixed.action_space = gym.spaces.Box(-2.0, 2.0, (1,))  # the fix the message gives
+    assert PreprocessEnv(fixed, max_step=10).if_bounded_actions
 
 
 @pytest.mark.parametrize("env_id", ["LunarLanderContinuous-v3", "BipedalWalker-v3"])

@@ -1,10 +1,12 @@
 """PreprocessEnv: Gymnasium envs, env ids, old-Gym envs, and what is not an env."""
 
+import threading
+
 import gymnasium as gym
 import numpy as np
 import pytest
 
-from elegantrl.env import PreprocessEnv, clone_env
+from elegantrl.env import PreprocessEnv, build_vector_env, check_env, clone_env
 
 
 class OldGymCounter:
@@ -124,3 +126,130 @@ def test_clone_env_is_independent():
     a, _ = env.reset(seed=1)
     b, _ = other.reset(seed=1)
     assert np.array_equal(a, b)
+
+
+class SpaceEnv(gym.Env):
+    """An env with the given spaces whose observations are samples of its observation space."""
+
+    def __init__(self, observation_space, action_space, reward=1.0):
+        self.observation_space, self.action_space, self.reward = observation_space, action_space, reward
+        self.actions = []
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.observation_space.seed(seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        self.actions.append(action)
+        return self.observation_space.sample(), self.reward, False, False, {}
+
+
+def test_discrete_observations_with_a_start_are_one_hot_from_the_start():
+    env = PreprocessEnv(SpaceEnv(gym.spaces.Discrete(5, start=1), gym.spaces.Discrete(2)), max_step=10)
+    env.reset(seed=0)
+    for obs in (1, 5):
+        assert env._state(obs).tolist() == [1.0 * (i == obs - 1) for i in range(5)]
+
+
+def test_multibinary_observations_are_a_vector_and_multibinary_actions_are_refused():
+    env = PreprocessEnv(SpaceEnv(gym.spaces.MultiBinary((2, 3)), gym.spaces.Discrete(2)), max_step=10)
+    state, _ = env.reset(seed=0)
+    assert env.state_dim == 6 and state.shape == (6,) and set(state.tolist()) <= {0.0, 1.0}
+    with pytest.raises(TypeError, match="one-dimensional Box"):  # not mistaken for Discrete(3)
+        PreprocessEnv(SpaceEnv(gym.spaces.Box(0, 1, (2,)), gym.spaces.MultiBinary(3)), max_step=10)
+
+
+def test_a_scalar_box_observation_is_a_state_of_one_feature():
+    env = PreprocessEnv(SpaceEnv(gym.spaces.Box(-1.0, 1.0, ()), gym.spaces.Discrete(2)), max_step=10)
+    state, _ = env.reset(seed=0)
+    assert env.state_dim == 1 and state.shape == (1,)
+
+
+def test_an_integer_box_gets_whole_actions_within_its_bounds():
+    raw = SpaceEnv(gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Box(0, 4, (2,), np.int64))
+    env = PreprocessEnv(raw, max_step=10)
+    env.reset(seed=0)
+    for action in ([-1.0, 1.0], [0.3, -0.3], [0.26, 0.24]):
+        env.step(np.array(action))
+    assert [a.tolist() for a in raw.actions] == [[0, 4], [3, 1], [3, 2]]
+    assert all(a.dtype == np.int64 for a in raw.actions)
+
+
+def test_a_non_finite_action_is_refused_as_divergence():
+    env = PreprocessEnv("Pendulum-v1")
+    env.reset(seed=0)
+    with pytest.raises(FloatingPointError, match="diverged"):
+        env.step(np.array([np.nan]))
+
+
+def test_a_reward_of_one_element_in_an_array_is_a_float():
+    env = PreprocessEnv(SpaceEnv(gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Discrete(2), reward=np.array([2.5])), max_step=10)
+    env.reset(seed=0)
+    reward = env.step(0)[1]
+    assert type(reward) is float and reward == 2.5
+
+
+class ForeignBox:
+    """A Box of another Gym package (old ``gym``): the same attributes, not a gymnasium class."""
+
+    def __init__(self, low, high, shape, dtype=np.float32):
+        self.low, self.high = np.full(shape, low, dtype), np.full(shape, high, dtype)
+        self.shape, self.dtype = shape, np.dtype(dtype)
+
+    def contains(self, x):
+        return np.shape(x) == self.shape and bool(np.all(x >= self.low) and np.all(x <= self.high))
+
+
+class ForeignDiscrete:
+    """A Discrete space of another Gym package: ``n`` and an empty shape."""
+
+    def __init__(self, n):
+        self.n, self.shape, self.dtype = n, (), np.dtype(np.int64)
+
+    def contains(self, x):
+        return 0 <= int(x) < self.n
+
+
+class ForeignSpacesEnv:
+    """An old-Gym env whose spaces are not gymnasium's: reset() -> obs, step() -> 4 values."""
+
+    def __init__(self, discrete):
+        self.observation_space = ForeignBox(-5.0, 5.0, (3,), np.float64)
+        self.action_space = ForeignDiscrete(2) if discrete else ForeignBox(-2.0, 2.0, (1,))
+        self.t = 0
+
+    def reset(self):
+        self.t = 0
+        return np.zeros(3)
+
+    def step(self, action):
+        self.t += 1
+        done = self.t >= 5
+        return np.full(3, 0.1 * self.t), 1.0, done, {"TimeLimit.truncated": done}
+
+
+@pytest.mark.parametrize("discrete", [True, False])
+def test_spaces_of_another_gym_package_pass_check_env_and_preprocess_env(discrete):
+    raw = ForeignSpacesEnv(discrete)
+    notes = check_env(raw)
+    assert any("old Gym API" in note for note in notes)
+    env = PreprocessEnv(raw, max_step=10)
+    assert (env.state_dim, env.action_dim, env.if_discrete) == (3, 2 if discrete else 1, discrete)
+    env.reset(seed=0)
+    _, _, terminated, truncated, _ = [env.step(env.action_space.sample()) for _ in range(5)][-1]
+    assert (terminated, truncated) == (False, True)
+
+
+class NotCopyable(gym.Wrapper):
+    """An env holding something deepcopy refuses (a lock), and not registered under its own id."""
+
+    def __init__(self):
+        super().__init__(SpaceEnv(gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Discrete(2)))
+        self.lock = threading.Lock()
+
+
+def test_a_vector_env_of_an_env_that_cannot_be_copied_names_num_envs():
+    env = PreprocessEnv(NotCopyable(), max_step=10)
+    with pytest.raises(TypeError, match="num_envs=2 needs that many copies"):
+        build_vector_env(env, 2)

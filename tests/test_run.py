@@ -12,7 +12,7 @@ import torch
 
 from elegantrl.agent import AgentD3QN, AgentDQN
 from elegantrl.env import PreprocessEnv
-from elegantrl.run import Arguments, train_and_evaluate
+from elegantrl.run import Arguments, Evaluator, train_and_evaluate
 
 TINY = dict(net_dim=16, batch_size=32, target_step=32, warmup_steps=64, eval_gap=128, eval_times1=2, eval_times2=1,
             break_step=512, if_print=False)
@@ -48,6 +48,11 @@ def test_agent_class_is_accepted_and_defaults_are_filled(tmp_path):
         (dict(batch_size=512, max_memo=256), ValueError, "exceeds max_memo"),
         (dict(if_on_policy=True), ValueError, "off-policy"),
         (dict(env="Pendulum-v1"), ValueError, "needs a discrete action space.*Pendulum-v1 has Box"),
+        (dict(reward_scale=0.0), ValueError, "reward_scale must be positive"),
+        (dict(reward_scale=float("nan")), ValueError, "reward_scale must be positive"),
+        (dict(device="gpu"), ValueError, "not a torch device"),
+        (dict(eval_env="Acrobot-v1"), ValueError, "eval_env 'Acrobot-v1' does not match env 'CartPole-v1'"),
+        (dict(if_resume=True), FileNotFoundError, "needs cwd set to a run folder that holds agent.pth"),
     ],
 )
 def test_arguments_errors_name_the_fix(tmp_path, changes, error, message):
@@ -257,3 +262,50 @@ def test_tensorboard_logs_the_same_figures_as_the_csv(tmp_path):
     assert [step for step, _ in logged] == [int(row["step"]) for row in rows]
     assert [value for _, value in logged] == pytest.approx([float(row["return_mean"]) for row in rows])
     assert {"obj_critic", "q_value", "explore_rate", "best_return", "seconds"} <= set(events.Tags()["scalars"])
+
+
+def test_a_misspelt_field_is_an_error_not_ignored():
+    args = Arguments(agent=AgentD3QN(), env="CartPole-v1")
+    with pytest.raises(AttributeError, match="did you mean 'break_step'"):
+        args.break_steps = 10**9
+
+
+def test_resuming_continues_the_weights_the_steps_and_the_record(tmp_path):
+    cwd = str(tmp_path / "run")
+    first = train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, **TINY))
+    saved = torch.load(os.path.join(cwd, "agent.pth"), weights_only=True)
+    steps_before = saved["critic_optimizer"]["state"][0]["step"]
+    with pytest.raises(ValueError, match="net_dim 16 there, 32 now"):
+        Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True, **{**TINY, "net_dim": 32}).init_before_training()
+    resumed = train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True,
+                                           **{**TINY, "break_step": first.total_steps + 128}))
+    assert resumed.total_steps == first.total_steps + 128  # the 64 steps that refill the buffer count too
+    # Adam's step count goes on from the saved one: the networks and optimizers were loaded, not rebuilt
+    assert resumed.critic_optimizer.state_dict()["state"][0]["step"] > steps_before
+    steps = [int(record["step"]) for record in read_record(cwd)]
+    assert steps == [128, 256, 384, 512, resumed.total_steps]
+
+
+def test_divergence_is_reported_before_the_diverged_actor_is_evaluated(tmp_path):
+    agent = AgentD3QN()
+    agent.init(16, 4, 2)
+    with torch.no_grad():
+        for param in agent.actor.parameters():
+            param.fill_(float("nan"))
+    evaluator = Evaluator(str(tmp_path), PreprocessEnv("CartPole-v1"), 128, 2, 0, 475.0, if_print=False)
+    with pytest.raises(FloatingPointError, match="training diverged at env step 128: obj_critic is nan.*no actor.pth"):
+        evaluator.evaluate_and_save(agent, 128, {"obj_critic": float("nan")})
+
+
+class NaNObservation(gym.ObservationWrapper):
+    def observation(self, observation):
+        return np.full_like(observation, np.nan)
+
+
+def test_a_non_finite_state_from_the_evaluation_env_stops_the_run(tmp_path):
+    agent = AgentD3QN()
+    agent.init(16, 4, 2)
+    eval_env = PreprocessEnv(NaNObservation(gym.make("CartPole-v1")))
+    evaluator = Evaluator(str(tmp_path), eval_env, 128, 2, 0, 475.0, if_print=False)
+    with pytest.raises(FloatingPointError, match="non-finite state"):
+        evaluator.evaluate_and_save(agent, 128, {})
