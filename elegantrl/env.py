@@ -40,6 +40,11 @@ def make_env(env_id: str, **kwargs: Any) -> gym.Env:
             f"For Box2D envs (LunarLander, BipedalWalker) run: pip install 'elegantrl[box2d]'"
         ) from error
     except (gym.error.UnregisteredEnv, gym.error.DeprecatedEnv, gym.error.VersionNotFound) as error:
+        namespace = env_id.split("/")[0] if "/" in env_id else None
+        if namespace and not any(key.startswith(namespace + "/") for key in gym.registry):
+            raise ValueError(f"unknown env id {env_id!r}: no installed package registers the {namespace!r} envs. "
+                             f"Install it and import it first, or name its module in the id, which imports it: "
+                             f"for Atari, pip install ale-py, then 'ale_py:{env_id}'") from error
         close = difflib.get_close_matches(env_id, list(gym.registry.keys()), n=5, cutoff=0.5)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         raise ValueError(f"unknown or outdated env id {env_id!r} ({error}).{hint}") from error
@@ -71,6 +76,9 @@ class PreprocessEnv(gym.Env):
     ):
         if isinstance(env, str):
             env = make_env(env, **make_kwargs)
+        if isinstance(env, type) or (callable(env) and not hasattr(env, "step")):
+            raise TypeError(f"PreprocessEnv got {getattr(env, '__name__', env)!r}, a class or function, not an env: "
+                            f"pass an env instance, e.g. PreprocessEnv(MyEnv()) or PreprocessEnv(make_my_env())")
         missing = [name for name in ("reset", "step", "observation_space", "action_space") if not hasattr(env, name)]
         if missing or not callable(env.reset) or not callable(env.step):
             raise TypeError(

@@ -151,6 +151,9 @@ class Arguments:
             value, expected = getattr(self, spec.name), spec.metadata.get("type")
             if value is None or expected is None:
                 continue
+            if isinstance(value, np.generic):  # a numpy scalar, e.g. from a sweep's np.arange: its Python value
+                value = value.item()
+                setattr(self, spec.name, value)
             kinds = (int, float) if expected is float else (expected,)
             if isinstance(value, bool) != (expected is bool) or not isinstance(value, kinds):
                 raise TypeError(f"Arguments.{spec.name} must be {expected.__name__}, got {value!r} ({type(value).__name__})")

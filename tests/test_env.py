@@ -253,3 +253,14 @@ def test_a_vector_env_of_an_env_that_cannot_be_copied_names_num_envs():
     env = PreprocessEnv(NotCopyable(), max_step=10)
     with pytest.raises(TypeError, match="num_envs=2 needs that many copies"):
         build_vector_env(env, 2)
+
+
+@pytest.mark.parametrize("not_an_instance", [SpaceEnv, lambda: SpaceEnv(gym.spaces.Discrete(2), gym.spaces.Discrete(2))])
+def test_an_env_class_or_factory_instead_of_an_env_says_to_pass_an_instance(not_an_instance):
+    with pytest.raises(TypeError, match=r"a class or function, not an env: pass an env instance"):
+        PreprocessEnv(not_an_instance)
+
+
+def test_an_env_of_a_namespace_nobody_registered_says_to_install_its_package():
+    with pytest.raises(ValueError, match="no installed package registers the 'NoSuchSuite' envs"):
+        PreprocessEnv("NoSuchSuite/Pong-v5")

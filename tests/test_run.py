@@ -309,3 +309,10 @@ def test_a_non_finite_state_from_the_evaluation_env_stops_the_run(tmp_path):
     evaluator = Evaluator(str(tmp_path), eval_env, 128, 2, 0, 475.0, if_print=False)
     with pytest.raises(FloatingPointError, match="non-finite state"):
         evaluator.evaluate_and_save(agent, 128, {})
+
+
+def test_numpy_scalars_are_taken_as_their_python_values(tmp_path):
+    args = Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path / "run"),
+                     net_dim=np.int64(32), learning_rate=np.float32(1e-3), if_print=np.bool_(False))
+    args.init_before_training()
+    assert type(args.net_dim) is int and type(args.learning_rate) is float and args.if_print is False
