@@ -136,7 +136,8 @@ class PreprocessEnv(gym.Env):
             self._action_low = np.asarray(space.low, dtype=np.float32)
             self._action_high = np.asarray(space.high, dtype=np.float32)
             # an integer Box gets whole numbers: the nearest to the continuous action
-            self._action_dtype = space.dtype if np.issubdtype(space.dtype, np.integer) else None
+            dtype = getattr(space, "dtype", np.float32)
+            self._action_dtype = dtype if np.issubdtype(dtype, np.integer) else None
             self._if_bounded = bool(np.isfinite(self._action_low).all() and np.isfinite(self._action_high).all())
             if self._if_bounded:  # agents act in [-1, 1]; step() maps to the env's bounds
                 return gym.spaces.Box(-1.0, 1.0, shape, np.float32), int(shape[0]), False
@@ -206,7 +207,8 @@ class PreprocessEnv(gym.Env):
         self._episode_step += 1
         if self._own_limit is not None and self._episode_step >= self._own_limit and not terminated:
             truncated = True
-        reward = float(reward) if np.ndim(reward) == 0 else float(np.asarray(reward).item())  # e.g. an array of shape (1,)
+        if type(reward) is not float:  # a numpy scalar, an int, or an array of one element
+            reward = float(np.asarray(reward).item())
         return self._state(obs), reward, bool(terminated), bool(truncated), info
 
     def render(self) -> Any:
@@ -253,8 +255,8 @@ def build_vector_env(env: PreprocessEnv, num_envs: int, if_async: bool = False) 
     """
     fix = (f"num_envs={num_envs} needs that many copies: make the env deep-copyable, register it with "
            f"gymnasium.register, or use num_envs=1")
-    copies = [clone_env(env, fix) for _ in range(num_envs)]  # made here, so that a failure is reported here
-    make_copies = [lambda copy_=copy_: copy_ for copy_ in copies]
+    clone_env(env, fix).close()  # one trial copy here, so that a failure is reported here, not in a worker
+    make_copies = [lambda: clone_env(env, fix) for _ in range(num_envs)]  # fresh copies: AsyncVectorEnv closes its first
     vector_class = gym.vector.AsyncVectorEnv if if_async else gym.vector.SyncVectorEnv
     return vector_class(make_copies, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 

@@ -41,6 +41,14 @@ class StateNorm(nn.Module):
 
     def _load_from_state_dict(self, *args: Any, **kwargs: Any) -> None:
         super()._load_from_state_dict(*args, **kwargs)
+        self._infer_if_active()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:  # a whole module pickled before the flag existed
+        super().__setstate__(state)
+        if "if_active" not in self.__dict__:
+            self._infer_if_active()
+
+    def _infer_if_active(self) -> None:
         # statistics still at their initial values mean the saved network did not normalise
         self.if_active = bool(self.mean.any() or self.std.ne(1).any())
 

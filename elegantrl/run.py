@@ -189,7 +189,8 @@ class Arguments:
         if self.if_remove and os.path.isdir(self.cwd):
             shutil.rmtree(self.cwd)
         if os.path.isdir(self.cwd) and os.listdir(self.cwd):
-            raise FileExistsError(f"run folder {self.cwd!r} already holds a run; set if_remove=True to delete it, or choose another cwd")
+            raise FileExistsError(f"run folder {self.cwd!r} already holds a run; set if_resume=True to continue it, "
+                                  f"if_remove=True to delete it, or choose another cwd")
         os.makedirs(self.cwd, exist_ok=True)
 
     def _check_resumable(self) -> None:
@@ -236,7 +237,7 @@ class Evaluator:
         self.start_time = time.perf_counter()
         self.records: list[dict[str, float]] = []
         self.csv_path = os.path.join(cwd, "recorder.csv")
-        self.if_header_printed = False
+        self.fields: list[str] = []  # the CSV's columns; a figure first logged later widens them
         self.writer = None  # TensorBoard: the same figures as the CSV, under cwd/tensorboard
         if if_tensorboard:
             try:
@@ -249,7 +250,9 @@ class Evaluator:
         """Continues the record of an earlier run in the same folder: its curve, best return and clock."""
         if os.path.isfile(self.csv_path):
             with open(self.csv_path, newline="") as file:
-                self.records = [{k: int(v) if k == "step" else float(v) for k, v in row.items()} for row in csv.DictReader(file)]
+                reader = csv.DictReader(file)
+                self.records = [{k: int(v) if k == "step" else float(v) for k, v in row.items() if v != ""} for row in reader]
+                self.fields = list(reader.fieldnames or [])
         if self.records:
             self.best_return = max(record["best_return"] for record in self.records)
             self.start_time -= self.records[-1]["seconds"]
@@ -301,15 +304,17 @@ class Evaluator:
         return self.best_return >= self.target_return
 
     def _write_record(self, record: dict[str, float]) -> None:
-        if not self.records:
-            with open(self.csv_path, "w", newline="") as file:
-                csv.writer(file).writerow(record.keys())
-        if self.if_print and not self.if_header_printed:
-            self.if_header_printed = True
-            print(f"{'step':>10} {'seconds':>8} {'return (mean ± std)':>21} {'best':>9}  " + "  ".join(f"{k:>12}" for k in list(record)[5:]))
         self.records.append(record)
-        with open(self.csv_path, "a", newline="") as file:
-            csv.writer(file).writerow(record.values())
+        new_fields = [name for name in record if name not in self.fields]
+        if new_fields:  # e.g. TD3's obj_actor, absent while no delayed actor step has run: rewrite with a wider header
+            self.fields += new_fields
+        with open(self.csv_path, "w" if new_fields else "a", newline="") as file:
+            writer = csv.DictWriter(file, self.fields, restval="")
+            if new_fields:
+                writer.writeheader()
+            writer.writerows(self.records if new_fields else [record])
+        if self.if_print and (new_fields or len(self.records) == 1):
+            print(f"{'step':>10} {'seconds':>8} {'return (mean ± std)':>21} {'best':>9}  " + "  ".join(f"{k:>12}" for k in self.fields[5:]))
         if self.writer is not None:
             for name, value in record.items():
                 if name != "step":
@@ -318,7 +323,7 @@ class Evaluator:
         if self.if_print:
             r = record
             print(f"{r['step']:>10,d} {r['seconds']:>8.1f} {r['return_mean']:>10.2f} ± {r['return_std']:<8.2f} {r['best_return']:>9.2f}  "
-                  + "  ".join(f"{v:>12.4g}" for v in list(r.values())[5:]), flush=True)
+                  + "  ".join(f"{r[k]:>12.4g}" if k in r else f"{'':>12}" for k in self.fields[5:]), flush=True)
 
     def save_curve(self, title: str = "") -> str:
         """Draws return against env steps, with the target line, into ``learning_curve.png``."""
@@ -366,6 +371,29 @@ def check_finite(transitions: Transitions, first_step: int, env_name: str, cwd: 
         )
 
 
+def load_for_resume(agent: AgentBase, args: Arguments) -> None:
+    """Loads the agent of the last training step in ``args.cwd`` (networks, optimizers, state
+    statistics, step count) for ``if_resume``; the learning rates stay those of `args`.
+
+    Raises ValueError for weights that diverged or a `break_step` the run has already reached.
+    The replay buffer is not saved: the warm-up steps refill it.
+    """
+    optimizers = [part for part in agent._saved_parts().values() if isinstance(part, torch.optim.Optimizer)]
+    learning_rates = [[group["lr"] for group in optimizer.param_groups] for optimizer in optimizers]
+    agent.save_or_load_agent(args.cwd, if_save=False)
+    for optimizer, rates in zip(optimizers, learning_rates):  # loading brought back the saved run's rates
+        for group, rate in zip(optimizer.param_groups, rates):
+            group["lr"] = rate
+    diverged = [name for name, part in agent._saved_parts().items()
+                if isinstance(part, torch.nn.Module) and not all(torch.isfinite(p).all() for p in part.parameters())]
+    if diverged:
+        raise ValueError(f"{args.cwd}/agent.pth holds non-finite weights ({', '.join(diverged)}): that run diverged and "
+                         f"cannot be resumed. {kept_sentence(args.cwd)}Start a new run, e.g. with a lower learning_rate.")
+    if agent.total_steps >= args.break_step:
+        raise ValueError(f"the run in {args.cwd!r} already has {agent.total_steps:,d} env steps and break_step is "
+                         f"{args.break_step:,d}: raise break_step to train it further")
+
+
 def train_and_evaluate(args: Arguments) -> AgentBase:
     """Trains ``args.agent`` on ``args.env`` in one process; returns the agent with the best actor loaded.
 
@@ -375,20 +403,24 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
     args.init_before_training()
     agent, env = args.agent, args.env
     torch.manual_seed(args.random_seed)
-    eval_env = args.eval_env or clone_env(env)
     agent.init(args.net_dim, env.state_dim, env.action_dim, learning_rate=args.learning_rate, gamma=args.gamma,
                reward_scale=args.reward_scale, batch_size=args.batch_size, repeat_times=args.repeat_times,
                soft_update_tau=args.soft_update_tau, device=args.device)
+    seed = args.random_seed
+    if args.if_resume:
+        load_for_resume(agent, args)
+        seed += agent.total_steps  # new exploration noise and episodes, not a replay of the first run's
+        torch.manual_seed(seed)
+    eval_env = args.eval_env or clone_env(env)
     explore_env = build_vector_env(env, args.num_envs, args.if_async_envs) if args.num_envs > 1 else env
-    agent.last_state, _ = explore_env.reset(seed=args.random_seed)
+    agent.last_state, _ = explore_env.reset(seed=seed)
     if agent.if_off_policy:
         buffer = ReplayBuffer(args.max_memo, env.state_dim, env.action_dim, env.if_discrete, args.device)
     else:
         buffer = RolloutBuffer(args.device)
     evaluator = Evaluator(args.cwd, eval_env, args.eval_gap, args.eval_times1, args.eval_times2,
-                          args.target_return, args.random_seed, args.if_print, args.if_tensorboard)
-    if args.if_resume:  # networks, optimizers, state statistics and step count; the replay buffer refills below
-        agent.save_or_load_agent(args.cwd, if_save=False)
+                          args.target_return, seed, args.if_print, args.if_tensorboard)
+    if args.if_resume:
         evaluator.resume(agent.total_steps)
     agent_name = type(agent).__name__
     with open(os.path.join(args.cwd, "config.json"), "w") as file:  # what load_agent() needs to rebuild the actor
@@ -425,7 +457,7 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
             if not evaluator.records or evaluator.records[-1]["step"] != agent.total_steps:
                 evaluator.evaluate_and_save(agent, agent.total_steps, logs, if_force=True)
     except KeyboardInterrupt:
-        print(f"\nstopped by Ctrl-C at env step {agent.total_steps:,d}; the best actor is kept in {args.cwd}")
+        print(f"\nstopped by Ctrl-C at env step {agent.total_steps:,d}. {kept_sentence(args.cwd)}")
     except (EOFError, BrokenPipeError, ConnectionResetError) as error:  # what a dead worker's pipe raises
         raise RuntimeError(
             f"an env worker process of the async vector env died at env step about {agent.total_steps:,d} "
@@ -448,7 +480,8 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
     if os.path.isfile(actor_path):
         agent.actor.load_state_dict(torch.load(actor_path, map_location=agent.device, weights_only=True))
     if args.if_print:
-        print(f"best evaluation return {evaluator.best_return:.2f}; files in {args.cwd}: actor.pth, agent.pth, recorder.csv, learning_curve.png")
+        files = [name for name in ("actor.pth", "agent.pth", "recorder.csv", "learning_curve.png") if os.path.isfile(os.path.join(args.cwd, name))]
+        print(f"best evaluation return {evaluator.best_return:.2f}; files in {args.cwd}: {', '.join(files)}")
     return agent
 
 

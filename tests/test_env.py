@@ -264,3 +264,30 @@ def test_an_env_class_or_factory_instead_of_an_env_says_to_pass_an_instance(not_
 def test_an_env_of_a_namespace_nobody_registered_says_to_install_its_package():
     with pytest.raises(ValueError, match="no installed package registers the 'NoSuchSuite' envs"):
         PreprocessEnv("NoSuchSuite/Pong-v5")
+
+
+class ClosableEnv(gym.Wrapper):
+    """An env whose close() releases its simulator (as PyBullet or Unity envs do): stepping it afterwards fails."""
+
+    def __init__(self):
+        super().__init__(gym.make("CartPole-v1"))
+        self.closed = False
+
+    def step(self, action):
+        assert not self.closed, "stepped after close()"
+        return self.env.step(action)
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.mark.parametrize("if_async", [False, True])
+def test_vector_env_sub_envs_are_fresh_copies_even_where_gymnasium_closes_its_probe(if_async):
+    env = PreprocessEnv(ClosableEnv(), max_step=500)
+    vector_env = build_vector_env(env, 2, if_async=if_async)
+    try:
+        vector_env.reset(seed=0)
+        for _ in range(3):
+            vector_env.step(np.array([0, 1]))
+    finally:
+        vector_env.close()

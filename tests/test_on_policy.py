@@ -214,3 +214,15 @@ def test_state_norm_is_a_free_identity_until_set_and_after_loading_unset_statist
     agent.update_state_norm(torch.randn(100, 2) * 3.0 + 1.0)
     fresh.actor.load_state_dict(agent.actor.state_dict())  # a loaded network normalises as the saved one did
     assert torch.allclose(fresh.actor.net[0](states), (states - norm.mean) / norm.std)
+
+
+def test_a_state_norm_pickled_before_the_flag_existed_works_out_the_flag_from_its_statistics():
+    from elegantrl.net import StateNorm
+
+    for mean, expected in [(torch.zeros(2), False), (torch.ones(2), True)]:
+        norm = StateNorm(2)
+        norm.mean.copy_(mean)
+        old_state = {k: v for k, v in norm.__dict__.items() if k != "if_active"}
+        loaded = StateNorm.__new__(StateNorm)
+        loaded.__setstate__(old_state)
+        assert loaded.if_active is expected

@@ -274,16 +274,34 @@ def test_resuming_continues_the_weights_the_steps_and_the_record(tmp_path):
     cwd = str(tmp_path / "run")
     first = train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, **TINY))
     saved = torch.load(os.path.join(cwd, "agent.pth"), weights_only=True)
-    steps_before = saved["critic_optimizer"]["state"][0]["step"]
+    adam_steps = saved["critic_optimizer"]["state"][0]["step"]
     with pytest.raises(ValueError, match="net_dim 16 there, 32 now"):
         Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True, **{**TINY, "net_dim": 32}).init_before_training()
-    resumed = train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True,
+    with pytest.raises(ValueError, match="already has 512 env steps and break_step is 512"):
+        train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True, **TINY))
+    resumed = train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True, learning_rate=1e-4,
                                            **{**TINY, "break_step": first.total_steps + 128}))
-    assert resumed.total_steps == first.total_steps + 128  # the 64 steps that refill the buffer count too
-    # Adam's step count goes on from the saved one: the networks and optimizers were loaded, not rebuilt
-    assert resumed.critic_optimizer.state_dict()["state"][0]["step"] > steps_before
+    # 64 steps refill the buffer (counted), then two rounds of 32 steps buy 32 gradient steps each
+    assert resumed.total_steps == first.total_steps + 128 and resumed.update_count == 64
+    # Adam's step count goes on from the saved one: networks and optimizers were loaded, not rebuilt
+    assert resumed.critic_optimizer.state_dict()["state"][0]["step"] == adam_steps + 64
+    assert resumed.critic_optimizer.param_groups[0]["lr"] == 1e-4  # this run's setting, not the saved run's
     steps = [int(record["step"]) for record in read_record(cwd)]
     assert steps == [128, 256, 384, 512, resumed.total_steps]
+
+
+def test_the_record_keeps_its_columns_when_a_figure_is_first_logged_later_and_resumes_from_them(tmp_path):
+    agent = AgentD3QN()
+    agent.init(16, 4, 2)
+    evaluator = Evaluator(str(tmp_path), PreprocessEnv("CartPole-v1"), 100, 1, 0, 475.0, if_print=False)
+    for step, logs in [(100, {}), (200, {"obj_critic": 1.0}), (300, {"obj_critic": 2.0, "obj_actor": 3.0})]:
+        evaluator.evaluate_and_save(agent, step, logs)
+    rows = read_record(str(tmp_path))
+    assert list(rows[0])[-2:] == ["obj_critic", "obj_actor"]
+    assert [(r["obj_critic"], r["obj_actor"]) for r in rows] == [("", ""), ("1.0", ""), ("2.0", "3.0")]
+    again = Evaluator(str(tmp_path), PreprocessEnv("CartPole-v1"), 100, 1, 0, 475.0, if_print=False)
+    again.resume(300)
+    assert again.records == evaluator.records and again.next_eval_step == 400
 
 
 def test_divergence_is_reported_before_the_diverged_actor_is_evaluated(tmp_path):
