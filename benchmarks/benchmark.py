@@ -418,7 +418,8 @@ def summarise(job: Job, target: float, ok: bool) -> dict[str, Any]:
     records = []
     if ok and os.path.isfile(path):
         with open(path, newline="") as file:
-            records = [{key: float(value) for key, value in line.items()} for line in csv.DictReader(file)]
+            # an empty cell is a figure not logged at that evaluation (e.g. TD3's obj_actor before its first actor step)
+            records = [{key: float(value) for key, value in line.items() if value != ""} for line in csv.DictReader(file)]
     if not records:
         return result
     hit = next((record for record in records if record["return_mean"] >= target), None)
