@@ -105,6 +105,7 @@ class PreprocessEnv(gym.Env):
             )
         self.max_step: int = int(max_step or own_limit or DEFAULT_MAX_STEP)
         self._episode_step = 0
+        self._last_state: np.ndarray | None = None
 
         if target_return is None:
             threshold = getattr(spec, "reward_threshold", None)
@@ -175,7 +176,8 @@ class PreprocessEnv(gym.Env):
             obs, info = result
         else:
             obs, info = result, {}
-        return self._state(obs), info
+        self._last_state = self._state(obs)  # kept only to tell a NaN state from a diverged actor
+        return self._last_state, info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         """Steps the env; returns ``(state, reward, terminated, truncated, info)``."""
@@ -184,10 +186,7 @@ class PreprocessEnv(gym.Env):
         else:
             action = np.asarray(action, dtype=np.float32).reshape(self.action_space.shape)
             if not np.isfinite(action).all():
-                raise FloatingPointError(
-                    f"env {self.env_name!r} was given a non-finite action {action}: the actor's weights have diverged "
-                    f"(NaN or inf). Try a lower learning_rate or reward_scale."
-                )
+                self._raise_non_finite_action(action)
             if self._if_bounded:
                 action = self._action_low + (np.clip(action, -1.0, 1.0) + 1.0) * 0.5 * (self._action_high - self._action_low)
             if self._action_dtype is not None:
@@ -209,7 +208,15 @@ class PreprocessEnv(gym.Env):
             truncated = True
         if type(reward) is not float:  # a numpy scalar, an int, or an array of one element
             reward = float(np.asarray(reward).item())
-        return self._state(obs), reward, bool(terminated), bool(truncated), info
+        self._last_state = self._state(obs)
+        return self._last_state, reward, bool(terminated), bool(truncated), info
+
+    def _raise_non_finite_action(self, action: np.ndarray) -> None:
+        if self._last_state is not None and not np.isfinite(self._last_state).all():  # the policy only passed it on
+            raise FloatingPointError(f"env {self.env_name!r} returned a non-finite observation {self._last_state} at episode "
+                                     f"step {self._episode_step}; check the env's step() and reset(), or clip its outputs")
+        raise FloatingPointError(f"env {self.env_name!r} was given a non-finite action {action}: the actor's weights have "
+                                 f"diverged (NaN or inf). Try a lower learning_rate or reward_scale.")
 
     def render(self) -> Any:
         """Renders the wrapped env."""

@@ -291,3 +291,15 @@ def test_vector_env_sub_envs_are_fresh_copies_even_where_gymnasium_closes_its_pr
             vector_env.step(np.array([0, 1]))
     finally:
         vector_env.close()
+
+
+def test_a_non_finite_action_after_a_non_finite_observation_blames_the_observation():
+    class NaNAfterReset(SpaceEnv):
+        def step(self, action):
+            return np.full(2, np.nan, np.float32), 0.0, False, False, {}
+
+    env = PreprocessEnv(NaNAfterReset(gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Box(-1.0, 1.0, (1,))), max_step=10)
+    env.reset(seed=0)
+    env.step(np.zeros(1))
+    with pytest.raises(FloatingPointError, match="returned a non-finite observation .* at episode step 1"):
+        env.step(np.array([np.nan]))  # what a policy gives for a NaN state
