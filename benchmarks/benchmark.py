@@ -734,8 +734,7 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
 
         def elegantrl_update(num_steps: int = steps, agent: AgentSAC = agent, buffer: ReplayBuffer = buffer) -> int:
             before = agent.update_count
-            buffer.add_size = num_steps * batch_size
-            agent.update_net(buffer)
+            agent.update_net(buffer, new_steps=num_steps * batch_size)  # repeat_times=1: one step per batch_size new transitions
             return agent.update_count - before
 
         def plain_update(num_steps: int = steps, plain: PlainSAC = plain) -> int:
@@ -762,7 +761,7 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
         f"batch {batch_size}, Adam lr 1e-3, tau 0.005, one torch thread, CPU. Both: actor MLP [state, net_dim, net_dim, 2 × action] "
         "(tanh-squashed Gaussian), two independent critic MLPs [state + action, net_dim, net_dim, 1] with targets, learned log-alpha, "
         "SmoothL1 critic losses, one critic, temperature and actor step per update.\n"
-        f"- elegantrl: `AgentSAC.update_net(buffer)` on an `elegantrl.replay.ReplayBuffer`, {steps} gradient steps per call. "
+        f"- elegantrl: `AgentSAC.update_net(buffer, new_steps)` on an `elegantrl.replay.ReplayBuffer`, {steps} gradient steps per call. "
         f"Plain PyTorch: `PlainSAC.update()` in benchmark.py, {steps} calls in a loop, batches from preallocated tensors.\n"
         f"- Timing: per net_dim a 20-step warm-up of each, then {repeats} repeats interleaved (elegantrl, plain, elegantrl, ...); "
         "medians over repeats; the ratio is of the medians; the per-pair ratios compare neighbouring timings "

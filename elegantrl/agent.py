@@ -4,8 +4,9 @@ An agent is built in two steps, as in the original ElegantRL: ``AgentD3QN()`` ho
 algorithm's own settings, and ``agent.init(net_dim, state_dim, action_dim, ...)`` builds the
 networks once the env is known (``train_and_evaluate`` calls it). After that:
 
+- ``make_buffer(max_memo)`` makes the storage its family learns from;
 - ``explore_env(env, horizon)`` steps the env and returns a `Transitions` rollout;
-- ``update_net(buffer)`` does the gradient steps that the new data pays for;
+- ``update_net(buffer, new_steps)`` does the gradient steps that the new data pays for;
 - ``act(states)`` gives the deterministic actions of the current policy.
 """
 
@@ -42,8 +43,8 @@ from elegantrl.net import (
 from elegantrl.replay import ReplayBuffer, RolloutBuffer, Transitions, compute_gae
 
 
-def mean_logs(steps: Iterable[dict[str, torch.Tensor]]) -> dict[str, float]:
-    """Runs the gradient steps and averages each logged figure over the steps that logged it.
+def run_and_average(steps: Iterable[dict[str, torch.Tensor]]) -> dict[str, float]:
+    """Runs the gradient steps of `steps` (a generator) and averages each figure over the steps that logged it.
 
     The figures stay tensors until the end: one conversion to float per figure, not per step.
     """
@@ -67,22 +68,24 @@ def _is_count(value: Any) -> bool:
 
 
 class AgentBase:
-    """The template: explore, store, update; subclasses override only what makes them different.
+    """What every agent has: networks, acting, exploring, the state statistics and the checkpoint.
+
+    How an agent learns is its family's: `AgentOffPolicy` (a replay buffer and TD targets) or
+    `AgentOnPolicy` (rollouts, GAE and policy-gradient epochs). A family base makes its own storage
+    (`make_buffer`) and learns from it (`update_net`); the trainers call only these two and
+    `explore_env`, so they never ask which family an agent belongs to.
 
     Class attributes a subclass sets:
-        ClassCri, ClassAct: network classes of the critic and the actor (the actor may be the
-            critic, as for DQN, whose greedy policy is the argmax of its Q network).
+        ClassCri, ClassAct: network classes of the critic and the actor. ``ClassAct = None``
+            means the critic network acts too (DQN's greedy policy, InterSAC's shared network).
         if_discrete: the action space the agent fits (True discrete, False continuous).
-        if_off_policy: whether it learns from a replay buffer of old transitions.
-        actor_update_gap: critic steps per actor step (TD3's policy delay; 1 for most agents).
         arg_defaults: the family's tuned defaults for `Arguments` fields left as None.
     """
 
     ClassCri: type[nn.Module] | None = None
     ClassAct: type[nn.Module] | None = None
     if_discrete: bool = True
-    if_off_policy: bool = True
-    actor_update_gap: int = 1
+    if_off_policy: bool = True  # set by the family base; Arguments checks if_on_policy against it
     arg_defaults: dict[str, Any] = {}
 
     def init(
@@ -104,31 +107,31 @@ class AgentBase:
         self.batch_size, self.repeat_times, self.soft_update_tau = batch_size, repeat_times, soft_update_tau
         self.device = torch.device(device)
         self.total_steps = 0  # env steps explored so far
-        self.last_state: np.ndarray | None = None  # where the next rollout continues
-        self._update_credit = 0.0  # fractional gradient steps carried to the next update_net
-        self.update_count = 0  # critic gradient steps so far
+        self.last_state: np.ndarray | None = None  # where the next rollout continues; None: reset first
         # running state statistics for update_state_norm; tensors, so that checkpoints keep them
         self.state_count = torch.zeros((), device=self.device)
         self.state_mean = torch.zeros(state_dim, device=self.device)
         self.state_var = torch.ones(state_dim, device=self.device)
 
         self.critic = self.ClassCri(net_dim, state_dim, action_dim).to(self.device)
-        self.critic_target = self._frozen_copy(self.critic) if self.if_off_policy else None
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), learning_rate)
-        self.actor_target: nn.Module | None = None  # for agents whose TD target uses a target actor
-        if self.ClassAct is None:  # the critic acts too: DQN's greedy policy, InterSAC's shared net
-            self.actor = self.critic
-        else:
+        self.has_separate_actor = self.ClassAct is not None
+        if self.has_separate_actor:
             self.actor = self.ClassAct(net_dim, state_dim, action_dim).to(self.device)
             self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), learning_rate)
+        else:
+            self.actor = self.critic
         self.criterion = nn.SmoothL1Loss()
 
-    @staticmethod
-    def _frozen_copy(net: nn.Module) -> nn.Module:
-        target = copy.deepcopy(net)
-        for param in target.parameters():
-            param.requires_grad_(False)
-        return target
+    # ---- the family's part --------------------------------------------------------------------
+
+    def make_buffer(self, max_memo: int) -> ReplayBuffer | RolloutBuffer:
+        """The storage this agent learns from, on its device (`max_memo`: capacity, in transitions)."""
+        raise NotImplementedError
+
+    def update_net(self, buffer: Any, new_steps: int) -> dict[str, float]:
+        """Learns from `buffer` after `new_steps` new transitions were stored; returns mean logging figures."""
+        raise NotImplementedError
 
     # ---- acting -------------------------------------------------------------------------------
 
@@ -138,8 +141,11 @@ class AgentBase:
 
     @torch.no_grad()
     def act(self, state: np.ndarray | torch.Tensor) -> np.ndarray:
-        """Deterministic action(s) of the current policy for one state or a batch of states."""
+        """Deterministic action(s) of the current policy for one state ``(state_dim,)`` or a batch ``(n, state_dim)``."""
         state = torch.as_tensor(state, dtype=torch.float32, device=self.device)
+        if state.dim() not in (1, 2) or state.shape[-1] != self.state_dim:
+            raise ValueError(f"{type(self).__name__}.act takes one state of shape ({self.state_dim},) or a batch of "
+                             f"shape (n, {self.state_dim}), got shape {tuple(state.shape)}")
         single = state.dim() == 1
         output = self.actor(state.unsqueeze(0) if single else state)
         action = output.argmax(dim=1) if self.if_discrete else output
@@ -228,18 +234,94 @@ class AgentBase:
                     if isinstance(module, StateNorm):
                         module.set(self.state_mean, std)
 
-    # ---- learning -----------------------------------------------------------------------------
+    @staticmethod
+    def optimizer_update(optimizer: torch.optim.Optimizer, objective: torch.Tensor) -> None:
+        """One optimizer step on `objective`."""
+        optimizer.zero_grad(set_to_none=True)
+        objective.backward()
+        optimizer.step()
 
-    def update_net(self, buffer: ReplayBuffer) -> dict[str, float]:
-        """Does the gradient steps the newest rollout pays for and returns the mean logging figures.
+    # ---- saving -------------------------------------------------------------------------------
 
-        Each transition added is used ``repeat_times`` times on average: a rollout of n
-        transitions buys ``n * repeat_times / batch_size`` gradient steps (fractions carry over).
+    def _saved_parts(self) -> dict[str, Any]:
+        """Networks, optimizers and learned tensors (e.g. SAC's log_alpha): what a checkpoint holds."""
+        kinds = (nn.Module, torch.optim.Optimizer, torch.Tensor)
+        return {name: value for name, value in vars(self).items() if isinstance(value, kinds)}
+
+    def save_or_load_agent(self, cwd: str, if_save: bool) -> None:
+        """Saves every network, optimizer and learned tensor to ``cwd/agent.pth``, or loads them.
+
+        Saving writes a temporary file and renames it over ``agent.pth``, so a process killed while
+        saving leaves the previous checkpoint whole.
         """
-        self._update_credit += buffer.add_size * self.repeat_times / self.batch_size
+        path = os.path.join(cwd, "agent.pth")
+        parts = self._saved_parts()
+        if if_save:
+            os.makedirs(cwd, exist_ok=True)
+            state = {name: part if isinstance(part, torch.Tensor) else part.state_dict() for name, part in parts.items()}
+            atomic_torch_save({**state, "total_steps": self.total_steps}, path)
+            return
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no saved agent at {path}; train first or check the run folder")
+        state = torch.load(path, map_location=self.device, weights_only=True)
+        for name, part in parts.items():
+            if isinstance(part, torch.Tensor):
+                with torch.no_grad():  # in place, so that optimizers keep holding the same tensor
+                    part.copy_(state[name])
+            else:
+                part.load_state_dict(state[name])
+        self.total_steps = int(state["total_steps"])
+
+
+def atomic_torch_save(obj: Any, path: str) -> None:
+    """`torch.save` through a temporary file and `os.replace`: a kill at any instant leaves the old file or the new one."""
+    temporary = f"{path}.tmp{os.getpid()}"
+    try:
+        torch.save(obj, temporary)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+
+
+class AgentOffPolicy(AgentBase):
+    """The off-policy family: a replay buffer of past transitions, TD targets, target networks.
+
+    `update_net` owns the loop: sample, critic step, soft update, and every `actor_update_gap`
+    critic steps an actor step. A subclass defines the value of the next state (`get_next_q`), its
+    exploration (`select_action`) and, if it has an actor, the actor's objective (`get_obj_actor`).
+    """
+
+    if_off_policy = True
+    actor_update_gap: int = 1  # critic steps per actor step (TD3's policy delay)
+
+    def init(self, *args: Any, **kwargs: Any) -> None:
+        super().init(*args, **kwargs)
+        self.critic_target = self._frozen_copy(self.critic)
+        self.actor_target: nn.Module | None = None  # for agents whose TD target uses a target actor
+        self._update_credit = 0.0  # fractional gradient steps carried to the next update_net
+        self.update_count = 0  # critic gradient steps so far
+
+    @staticmethod
+    def _frozen_copy(net: nn.Module) -> nn.Module:
+        target = copy.deepcopy(net)
+        for param in target.parameters():
+            param.requires_grad_(False)
+        return target
+
+    def make_buffer(self, max_memo: int) -> ReplayBuffer:
+        return ReplayBuffer(max_memo, self.state_dim, self.action_dim, self.if_discrete, self.device)
+
+    def update_net(self, buffer: ReplayBuffer, new_steps: int) -> dict[str, float]:
+        """Does the gradient steps that `new_steps` new transitions pay for; returns the mean figures.
+
+        Each transition is used ``repeat_times`` times on average: n new transitions buy
+        ``n * repeat_times / batch_size`` gradient steps (fractions carry over to the next call).
+        """
+        self._update_credit += new_steps * self.repeat_times / self.batch_size
         update_times = int(self._update_credit)
         self._update_credit -= update_times
-        return mean_logs(self.update_step(buffer) for _ in range(update_times))
+        return run_and_average(self.update_step(buffer) for _ in range(update_times))
 
     def update_step(self, buffer: ReplayBuffer) -> dict[str, torch.Tensor]:
         """One gradient step on the critic and, every `actor_update_gap` steps, one on the actor."""
@@ -249,7 +331,7 @@ class AgentBase:
         self.soft_update(self.critic_target, self.critic, self.soft_update_tau)
         logs = {"obj_critic": obj_critic, "q_value": q_value.mean()}
         self.update_count += 1
-        if self.actor is not self.critic and self.update_count % self.actor_update_gap == 0:
+        if self.has_separate_actor and self.update_count % self.actor_update_gap == 0:
             logs["obj_actor"] = self.get_obj_actor(batch)
             self.optimizer_update(self.actor_optimizer, logs["obj_actor"])
             if self.actor_target is not None:
@@ -264,7 +346,7 @@ class AgentBase:
         return sum(self.criterion(q, q_label) for q in q_values), q_values[0]
 
     def get_next_q(self, next_state: torch.Tensor) -> torch.Tensor:
-        """The value of the next state that the TD target bootstraps from, (batch,); per family."""
+        """The value of the next state that the TD target bootstraps from, (batch,); per agent."""
         raise NotImplementedError
 
     def get_q_values(self, state: torch.Tensor, action: torch.Tensor) -> list[torch.Tensor]:
@@ -272,7 +354,7 @@ class AgentBase:
         return self.critic.get_q_heads(state, action)
 
     def get_obj_actor(self, batch: Transitions) -> torch.Tensor:
-        """The actor's loss on `batch`; per family (agents whose critic acts have none)."""
+        """The actor's loss on `batch`; per agent (agents whose critic acts have none)."""
         raise NotImplementedError
 
     def q_for_actor(self, state: torch.Tensor, action: torch.Tensor) -> list[torch.Tensor]:
@@ -290,48 +372,89 @@ class AgentBase:
         return batch.reward * self.reward_scale + undone * self.gamma * next_q
 
     @staticmethod
-    def optimizer_update(optimizer: torch.optim.Optimizer, objective: torch.Tensor) -> None:
-        """One optimizer step on `objective`."""
-        optimizer.zero_grad(set_to_none=True)
-        objective.backward()
-        optimizer.step()
-
-    @staticmethod
     @torch.no_grad()
     def soft_update(target_net: nn.Module, current_net: nn.Module, tau: float) -> None:
         """Polyak averaging: target ← (1 - tau)·target + tau·current."""
         for target, current in zip(target_net.parameters(), current_net.parameters()):
             target.lerp_(current, tau)
 
-    # ---- saving -------------------------------------------------------------------------------
 
-    def _saved_parts(self) -> dict[str, Any]:
-        """Networks, optimizers and learned tensors (e.g. SAC's log_alpha): what a checkpoint holds."""
-        kinds = (nn.Module, torch.optim.Optimizer, torch.Tensor)
-        return {name: value for name, value in vars(self).items() if isinstance(value, kinds)}
+class AgentOnPolicy(AgentBase):
+    """The on-policy family: learn from the latest rollout only, by GAE and minibatch epochs.
 
-    def save_or_load_agent(self, cwd: str, if_save: bool) -> None:
-        """Saves every network, optimizer and learned tensor to ``cwd/agent.pth``, or loads them."""
-        path = os.path.join(cwd, "agent.pth")
-        parts = self._saved_parts()
-        if if_save:
-            os.makedirs(cwd, exist_ok=True)
-            state = {name: part if isinstance(part, torch.Tensor) else part.state_dict() for name, part in parts.items()}
-            torch.save({**state, "total_steps": self.total_steps}, path)
-            return
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"no saved agent at {path}; train first or check the run folder")
-        state = torch.load(path, map_location=self.device, weights_only=True)
-        for name, part in parts.items():
-            if isinstance(part, torch.Tensor):
-                with torch.no_grad():  # in place, so that optimizers keep holding the same tensor
-                    part.copy_(state[name])
-            else:
-                part.load_state_dict(state[name])
-        self.total_steps = int(state["total_steps"])
+    `Arguments.target_step` is the rollout length, `batch_size` the minibatch, and `repeat_times`
+    the number of epochs over each rollout. A subclass defines the policy objective
+    (`get_obj_actor`); the default networks are a Gaussian policy (`ActorPPO`) and a V critic.
+
+    Args:
+        lambda_entropy: weight of the entropy bonus.
+        lambda_gae_adv: GAE's λ, trading bias (0) for variance (1) in the advantages.
+    """
+
+    ClassCri = CriticAdv
+    ClassAct = ActorPPO
+    if_discrete = False
+    if_off_policy = False
+    arg_defaults = dict(
+        net_dim=64, batch_size=256, repeat_times=8.0, target_step=2048, learning_rate=3e-4, warmup_steps=0, eval_gap=4096,
+    )
+
+    def __init__(self, lambda_entropy: float = 0.0, lambda_gae_adv: float = 0.95):
+        check_setting(self, "lambda_entropy", lambda_entropy, lambda_entropy >= 0.0, "zero or positive")
+        check_setting(self, "lambda_gae_adv", lambda_gae_adv, 0.0 <= lambda_gae_adv <= 1.0, "in [0, 1]")
+        self.lambda_entropy, self.lambda_gae_adv = lambda_entropy, lambda_gae_adv
+
+    def make_buffer(self, max_memo: int) -> RolloutBuffer:
+        return RolloutBuffer(self.device)  # holds one rollout: max_memo does not apply
+
+    def select_action(self, state: torch.Tensor) -> torch.Tensor:
+        return self.actor.sample_action(state)
+
+    def env_action(self, action: np.ndarray) -> np.ndarray:
+        # a Gaussian policy samples unbounded actions; the env's box is [-1, 1]
+        return action if self.if_discrete else np.tanh(action)
+
+    def update_net(self, buffer: RolloutBuffer, new_steps: int) -> dict[str, float]:
+        """`repeat_times` epochs of minibatch steps over the rollout in `buffer` (all of its `new_steps`)."""
+        rollout = buffer.transitions
+        horizon, num_envs = rollout.reward.shape
+        with torch.no_grad():
+            value = self.get_value(rollout.state.flatten(0, 1)).view(horizon, num_envs)
+            next_value = self.get_value(rollout.next_state.flatten(0, 1)).view(horizon, num_envs)
+            advantage, value_target = compute_gae(rollout.reward * self.reward_scale, rollout.terminated, rollout.truncated,
+                                                  value, next_value, self.gamma, self.lambda_gae_adv)
+            state, action = rollout.state.flatten(0, 1), rollout.action.flatten(0, 1)
+            # the rollout's own policy is the current one: nothing was updated while exploring
+            old_log_prob = self.actor.get_logprob_entropy(state, action)[0]
+        advantage, value_target = advantage.flatten(), value_target.flatten()
+        advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
+
+        def minibatch_steps() -> Iterator[dict[str, torch.Tensor]]:
+            for _ in range(max(1, round(self.repeat_times))):
+                for index in torch.randperm(advantage.numel(), device=self.device).split(self.batch_size):
+                    obj_critic = self.criterion(self.get_value(state[index]), value_target[index])
+                    log_prob, entropy = self.actor.get_logprob_entropy(state[index], action[index])
+                    obj_actor = self.get_obj_actor(log_prob, old_log_prob[index], advantage[index]) - self.lambda_entropy * entropy.mean()
+                    self.optimize(obj_critic, obj_actor)
+                    yield {"obj_critic": obj_critic, "obj_actor": obj_actor, "entropy": entropy.mean()}
+
+        return run_and_average(minibatch_steps())
+
+    def get_value(self, state: torch.Tensor) -> torch.Tensor:
+        """V(state), (batch,)."""
+        return self.critic(state)
+
+    def optimize(self, obj_critic: torch.Tensor, obj_actor: torch.Tensor) -> None:
+        """One optimizer step each for the critic and the actor."""
+        self.optimizer_update(self.critic_optimizer, obj_critic)
+        self.optimizer_update(self.actor_optimizer, obj_actor)
+
+    def get_obj_actor(self, log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantage: torch.Tensor) -> torch.Tensor:
+        """The policy objective to minimise, from the minibatch's log-probabilities now and at exploration."""
+        raise NotImplementedError
 
 
-class AgentDQN(AgentBase):
+class AgentDQN(AgentOffPolicy):
     """Deep Q-Network (Mnih et al., 2015) with epsilon-greedy exploration.
 
     Args:
@@ -371,8 +494,8 @@ class AgentDQN(AgentBase):
     def get_q_values(self, state: torch.Tensor, action: torch.Tensor) -> list[torch.Tensor]:
         return [q.gather(1, action).squeeze(1) for q in self.critic.get_q_heads(state)]
 
-    def update_net(self, buffer: ReplayBuffer) -> dict[str, float]:
-        return {**super().update_net(buffer), "explore_rate": self.explore_rate}
+    def update_net(self, buffer: ReplayBuffer, new_steps: int) -> dict[str, float]:
+        return {**super().update_net(buffer, new_steps), "explore_rate": self.explore_rate}
 
 
 class AgentDuelingDQN(AgentDQN):
@@ -393,7 +516,7 @@ class AgentD3QN(AgentDoubleDQN):
     ClassCri = QNetTwinDuel
 
 
-class AgentDDPG(AgentBase):
+class AgentDDPG(AgentOffPolicy):
     """DDPG (Lillicrap et al., 2016): a deterministic actor trained through the critic.
 
     Args:
@@ -463,7 +586,7 @@ class AgentTD3(AgentDDPG):
         return (action + noise).clamp(-1.0, 1.0)
 
 
-class AgentSAC(AgentBase):
+class AgentSAC(AgentOffPolicy):
     """Soft Actor-Critic (Haarnoja et al., 2018) with a learned entropy temperature alpha.
 
     Args:
@@ -507,8 +630,8 @@ class AgentSAC(AgentBase):
         q_value = functools.reduce(torch.min, self.q_for_actor(batch.state, action))
         return (self.alpha * log_prob - q_value).mean()
 
-    def update_net(self, buffer: ReplayBuffer) -> dict[str, float]:
-        return {**super().update_net(buffer), "alpha": float(self.alpha)}
+    def update_net(self, buffer: ReplayBuffer, new_steps: int) -> dict[str, float]:
+        return {**super().update_net(buffer, new_steps), "alpha": float(self.alpha)}
 
 
 class AgentModSAC(AgentSAC):
@@ -557,73 +680,18 @@ class AgentInterSAC(AgentSAC):
         return self.critic.get_q_heads(state, action, if_actor_objective=True)
 
 
-class AgentPPO(AgentBase):
-    """PPO (Schulman et al., 2017) with a Gaussian policy: clipped objective, GAE, minibatch epochs.
-
-    `Arguments.target_step` is the rollout length, `batch_size` the minibatch, and `repeat_times`
-    the number of epochs over each rollout.
+class AgentPPO(AgentOnPolicy):
+    """PPO (Schulman et al., 2017): the clipped surrogate objective over GAE advantages.
 
     Args:
         ratio_clip: the clip range ε of the probability ratio.
-        lambda_entropy: weight of the entropy bonus.
-        lambda_gae_adv: GAE's λ, trading bias (0) for variance (1) in the advantages.
+        lambda_entropy, lambda_gae_adv: see `AgentOnPolicy`.
     """
 
-    ClassCri = CriticAdv
-    ClassAct = ActorPPO
-    if_discrete = False
-    if_off_policy = False
-    arg_defaults = dict(
-        net_dim=64, batch_size=256, repeat_times=8.0, target_step=2048, learning_rate=3e-4, warmup_steps=0, eval_gap=4096,
-    )
-
     def __init__(self, ratio_clip: float = 0.2, lambda_entropy: float = 0.0, lambda_gae_adv: float = 0.95):
+        super().__init__(lambda_entropy, lambda_gae_adv)
         check_setting(self, "ratio_clip", ratio_clip, ratio_clip > 0.0, "positive, e.g. 0.2")
-        check_setting(self, "lambda_entropy", lambda_entropy, lambda_entropy >= 0.0, "zero or positive")
-        check_setting(self, "lambda_gae_adv", lambda_gae_adv, 0.0 <= lambda_gae_adv <= 1.0, "in [0, 1]")
-        self.ratio_clip, self.lambda_entropy, self.lambda_gae_adv = ratio_clip, lambda_entropy, lambda_gae_adv
-
-    def select_action(self, state: torch.Tensor) -> torch.Tensor:
-        return self.actor.sample_action(state)
-
-    def env_action(self, action: np.ndarray) -> np.ndarray:
-        # a Gaussian policy samples unbounded actions; the env's box is [-1, 1]
-        return action if self.if_discrete else np.tanh(action)
-
-    def update_net(self, buffer: RolloutBuffer) -> dict[str, float]:
-        """`repeat_times` epochs of minibatch steps over the latest rollout; returns mean figures."""
-        rollout = buffer.transitions
-        horizon, num_envs = rollout.reward.shape
-        with torch.no_grad():
-            value = self.get_value(rollout.state.flatten(0, 1)).view(horizon, num_envs)
-            next_value = self.get_value(rollout.next_state.flatten(0, 1)).view(horizon, num_envs)
-            advantage, value_target = compute_gae(rollout.reward * self.reward_scale, rollout.terminated, rollout.truncated,
-                                                  value, next_value, self.gamma, self.lambda_gae_adv)
-            state, action = rollout.state.flatten(0, 1), rollout.action.flatten(0, 1)
-            # the rollout's own policy is the current one: nothing was updated while exploring
-            old_log_prob = self.actor.get_logprob_entropy(state, action)[0]
-        advantage, value_target = advantage.flatten(), value_target.flatten()
-        advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8)
-
-        def minibatch_steps() -> Iterator[dict[str, torch.Tensor]]:
-            for _ in range(max(1, round(self.repeat_times))):
-                for index in torch.randperm(advantage.numel(), device=self.device).split(self.batch_size):
-                    obj_critic = self.criterion(self.get_value(state[index]), value_target[index])
-                    log_prob, entropy = self.actor.get_logprob_entropy(state[index], action[index])
-                    obj_actor = self.get_obj_actor(log_prob, old_log_prob[index], advantage[index]) - self.lambda_entropy * entropy.mean()
-                    self.optimize(obj_critic, obj_actor)
-                    yield {"obj_critic": obj_critic, "obj_actor": obj_actor, "entropy": entropy.mean()}
-
-        return mean_logs(minibatch_steps())
-
-    def get_value(self, state: torch.Tensor) -> torch.Tensor:
-        """V(state), (batch,)."""
-        return self.critic(state)
-
-    def optimize(self, obj_critic: torch.Tensor, obj_actor: torch.Tensor) -> None:
-        """One optimizer step each for the critic and the actor."""
-        self.optimizer_update(self.critic_optimizer, obj_critic)
-        self.optimizer_update(self.actor_optimizer, obj_actor)
+        self.ratio_clip = ratio_clip
 
     def get_obj_actor(self, log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantage: torch.Tensor) -> torch.Tensor:
         """The clipped surrogate objective, to minimise."""
@@ -652,10 +720,10 @@ class AgentInterPPO(AgentPPO):
         self.optimizer_update(self.critic_optimizer, obj_critic + obj_actor)
 
 
-class AgentA2C(AgentPPO):
+class AgentA2C(AgentOnPolicy):
     """Advantage actor-critic (Mnih et al., 2016): the plain policy gradient, one pass per rollout."""
 
-    arg_defaults = {**AgentPPO.arg_defaults, "repeat_times": 1.0, "batch_size": 2048, "learning_rate": 1e-3}
+    arg_defaults = {**AgentOnPolicy.arg_defaults, "repeat_times": 1.0, "batch_size": 2048, "learning_rate": 1e-3}
 
     def get_obj_actor(self, log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantage: torch.Tensor) -> torch.Tensor:
         return -(log_prob * advantage).mean()

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 import inspect
+import pickle
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -74,6 +77,9 @@ class PreprocessEnv(gym.Env):
         max_step: int | None = None,
         **make_kwargs: Any,
     ):
+        # how to make the raw env again in another process (see env_recipe): an id, a function, or None
+        self.source: str | Callable[[], Any] | None = env if isinstance(env, str) else None
+        self._make_kwargs = make_kwargs
         if isinstance(env, str):
             env = make_env(env, **make_kwargs)
         if isinstance(env, type) or (callable(env) and not hasattr(env, "step")):
@@ -251,6 +257,44 @@ def clone_env(env: PreprocessEnv, fix: str = "Pass one: Arguments(eval_env=Prepr
                 f"cannot make a second instance of env {env.env_name!r}: deepcopy fails ({copy_error}) "
                 f"and it has no registered spec to make it again. {fix}"
             ) from copy_error
+
+
+def env_recipe(env: PreprocessEnv) -> Callable[[], PreprocessEnv]:
+    """A zero-argument function that makes `env` again, for another process; it survives pickling.
+
+    The env is rebuilt from its `source` (an env id or the function that made it); failing that,
+    from a pickled copy of the wrapped env, or from its registered spec. Raises TypeError naming
+    the fix when none of these can cross a process boundary.
+    """
+    source = env.source
+    if source is None:
+        try:
+            source = functools.partial(pickle.loads, pickle.dumps(env.env))
+        except Exception as error:
+            spec = getattr(env.env, "spec", None)
+            if spec is None or spec.id not in gym.registry:
+                raise TypeError(
+                    f"env {env.env_name!r} cannot be sent to another process: it cannot be pickled ({error}) and is not "
+                    f"registered. Give Arguments.env an env id, or a function defined at the top level of a module "
+                    f"(not a lambda) that makes the env, e.g. Arguments(env=make_my_env)") from error
+            source = spec.id
+    recipe = functools.partial(_remake_env, source, env.target_return, env._own_limit, env._make_kwargs)
+    try:
+        pickle.dumps(recipe)
+    except Exception as error:
+        raise TypeError(
+            f"env {env.env_name!r} cannot be sent to another process: its maker {source!r} cannot be pickled ({error}). "
+            f"Use a function defined at the top level of a module (not a lambda or a nested function), or an env id") from error
+    return recipe
+
+
+def _remake_env(source: str | Callable[[], Any], target_return: float, max_step: int | None, make_kwargs: dict) -> PreprocessEnv:
+    env = PreprocessEnv(source, target_return, max_step, **make_kwargs) if isinstance(source, str) else source()
+    if not isinstance(env, PreprocessEnv):
+        env = PreprocessEnv(env, max_step=max_step)
+        env.source = source
+    env.target_return = target_return
+    return env
 
 
 def build_vector_env(env: PreprocessEnv, num_envs: int, if_async: bool = False) -> gym.vector.VectorEnv:

@@ -50,7 +50,6 @@ class ReplayBuffer:
 
         self.pointer = 0  # where the next transition is written
         self.cur_size = 0  # how many transitions are stored
-        self.add_size = 0  # how many the last extend() wrote
 
     def __len__(self) -> int:
         return self.cur_size
@@ -69,7 +68,6 @@ class ReplayBuffer:
             store[: n - first] = t[first:]
         self.pointer = (self.pointer + n) % self.max_memo
         self.cur_size = min(self.cur_size + n, self.max_memo)
-        self.add_size = n
 
     def sample_batch(self, batch_size: int) -> Transitions:
         """A uniform random batch of stored transitions, each field ``(batch_size, ...)``."""
@@ -85,15 +83,13 @@ class RolloutBuffer:
     def __init__(self, device: str | torch.device = "cpu"):
         self.device = torch.device(device)
         self.transitions: Transitions | None = None
-        self.add_size = 0
 
     def __len__(self) -> int:
-        return self.add_size
+        return 0 if self.transitions is None else self.transitions.reward.numel()
 
     def extend(self, transitions: Transitions) -> None:
         """Replaces the stored rollout: on-policy learning uses each rollout once, then drops it."""
         self.transitions = Transitions(*(t.to(self.device) for t in transitions))
-        self.add_size = transitions.reward.numel()
 
 
 def compute_gae(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import dataclasses
 import difflib
@@ -11,9 +12,12 @@ import json
 import math
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,9 +25,11 @@ import numpy as np
 import torch
 
 from elegantrl import agent as agent_module
-from elegantrl.agent import AgentBase
+from elegantrl.agent import AgentBase, AgentOffPolicy, AgentOnPolicy, atomic_torch_save
 from elegantrl.env import PreprocessEnv, build_vector_env, check_env, clone_env
-from elegantrl.replay import ReplayBuffer, RolloutBuffer, Transitions
+from elegantrl.replay import Transitions
+
+FAMILY_BASES = (AgentBase, AgentOffPolicy, AgentOnPolicy)  # templates, not agents a user trains
 
 
 def _arg(default: Any, help: str, type: type | None = None, cli: bool = True) -> Any:
@@ -42,8 +48,8 @@ class Arguments:
     """
 
     agent: Any = _arg(None, "the agent: an AgentBase instance or subclass", cli=False)
-    env: Any = _arg(None, "the env: a PreprocessEnv, a Gym-API env, or an env id", cli=False)
-    eval_env: Any = _arg(None, "a separate env for evaluation; by default a copy of env", cli=False)
+    env: Any = _arg(None, "the env: an env id, a zero-argument function that makes it, a PreprocessEnv or a Gym-API env", cli=False)
+    eval_env: Any = _arg(None, "a separate env for evaluation (the same forms as env); by default a copy of env", cli=False)
     if_on_policy: bool | None = _arg(None, "whether the agent learns on-policy; by default the agent's own", cli=False)
 
     cwd: str | None = _arg(None, "the run folder; by default runs/{env}_{agent}_{seed} (a new one if that exists)", str)
@@ -59,6 +65,9 @@ class Arguments:
     target_step: int | None = _arg(None, "env steps collected per round between updates, per env", int)
     num_envs: int = _arg(1, "envs explored at once (a gymnasium vector env); each round collects target_step × num_envs", int)
     if_async_envs: bool = _arg(False, "step the num_envs envs in worker processes instead of in turn", bool)
+    rollout_num: int = _arg(2, "exploration worker processes of train_and_evaluate_mp, each with num_envs envs", int)
+    if_async_workers: bool = _arg(False, "train_and_evaluate_mp, off-policy only: workers explore while the learner "
+                                         "updates, at most 2 rollouts ahead, instead of in lockstep rounds", bool)
     max_memo: int | None = _arg(None, "replay buffer capacity in transitions", int)
     warmup_steps: int | None = _arg(None, "env steps of uniformly random actions before learning", int)
     learning_rate: float | None = _arg(None, "Adam learning rate", float)
@@ -96,10 +105,9 @@ class Arguments:
             raise TypeError(f"Arguments.agent must be an elegantrl agent such as AgentD3QN(), got {self.agent!r}")
         if self.env is None:
             raise ValueError("Arguments.env is not set: use e.g. Arguments(agent=..., env=PreprocessEnv('CartPole-v1'))")
-        if not isinstance(self.env, PreprocessEnv):
-            self.env = PreprocessEnv(self.env)
-        if self.eval_env is not None and not isinstance(self.eval_env, PreprocessEnv):
-            self.eval_env = PreprocessEnv(self.eval_env)
+        self.env = as_preprocess_env(self.env)
+        if self.eval_env is not None:
+            self.eval_env = as_preprocess_env(self.eval_env)
         self._check_agent_fits_env()
         if self.eval_env is not None:
             sizes = [(e.state_dim, e.action_dim, e.if_discrete) for e in (self.env, self.eval_env)]
@@ -158,7 +166,7 @@ class Arguments:
             if isinstance(value, bool) != (expected is bool) or not isinstance(value, kinds):
                 raise TypeError(f"Arguments.{spec.name} must be {expected.__name__}, got {value!r} ({type(value).__name__})")
         positive = ["net_dim", "batch_size", "repeat_times", "target_step", "max_memo", "learning_rate", "break_step",
-                    "eval_gap", "eval_times1", "num_threads", "num_envs", "reward_scale"]
+                    "eval_gap", "eval_times1", "num_threads", "num_envs", "reward_scale", "rollout_num"]
         for name in positive:  # None: a setting the agent does not use (max_memo for on-policy agents)
             if getattr(self, name) is not None and not getattr(self, name) > 0:
                 raise ValueError(f"Arguments.{name} must be positive, got {getattr(self, name)!r}")
@@ -209,12 +217,31 @@ class Arguments:
                 raise ValueError(f"cannot resume the run in {self.cwd!r} with other sizes: {'; '.join(differ)}")
 
 
+def as_preprocess_env(env: Any) -> PreprocessEnv:
+    """A `PreprocessEnv` for what `Arguments.env` may hold: a PreprocessEnv, an env, an env id, or a
+    zero-argument function (an env class included) that makes one, which is kept as its `source`."""
+    if isinstance(env, PreprocessEnv):
+        return env
+    if callable(env) and not hasattr(env, "step"):
+        try:
+            made = env()
+        except TypeError as error:
+            raise TypeError(f"Arguments.env {getattr(env, '__name__', env)!r} is a function or class, so it is called with no "
+                            f"arguments to make the env, which failed ({error}); pass an env instance, an env id, or a "
+                            f"zero-argument function such as functools.partial(MyEnv, level=2)") from error
+        wrapped = made if isinstance(made, PreprocessEnv) else PreprocessEnv(made)
+        if wrapped.source is None:
+            wrapped.source = env
+        return wrapped
+    return PreprocessEnv(env)
+
+
 def list_agents() -> dict[str, type[AgentBase]]:
     """The agents by their short name (``"D3QN"`` for ``AgentD3QN``)."""
     return {
         name.removeprefix("Agent"): cls
         for name, cls in vars(agent_module).items()
-        if inspect.isclass(cls) and issubclass(cls, AgentBase) and cls is not AgentBase
+        if inspect.isclass(cls) and issubclass(cls, AgentBase) and cls not in FAMILY_BASES
     }
 
 
@@ -230,7 +257,7 @@ class Evaluator:
         self.cwd, self.env = cwd, env
         self.eval_gap, self.eval_times1, self.eval_times2 = eval_gap, eval_times1, eval_times2
         self.target_return, self.if_print = target_return, if_print
-        self.rng = np.random.default_rng(random_seed + 1)  # episode seeds: one run seed gives one curve
+        self.random_seed = random_seed
         self.next_eval_step = eval_gap
         self.best_return = -math.inf
         self.eval_seconds = 0.0  # time spent evaluating, excluded from the training time
@@ -263,9 +290,13 @@ class Evaluator:
         """Wall seconds since the start, less the time spent evaluating."""
         return time.perf_counter() - self.start_time - self.eval_seconds
 
-    def episode_return(self, agent: AgentBase) -> float:
-        """The return of one deterministic episode of `agent` on the evaluation env."""
-        state, _ = self.env.reset(seed=int(self.rng.integers(2**31)))
+    def is_due(self, total_steps: int) -> bool:
+        """Whether `eval_gap` env steps have passed since the last evaluation."""
+        return total_steps >= self.next_eval_step
+
+    def episode_return(self, agent: AgentBase, seed: int) -> float:
+        """The return of one deterministic episode of `agent` on the evaluation env, reset with `seed`."""
+        state, _ = self.env.reset(seed=seed)
         episode_return = 0.0
         for _ in range(self.env.max_step):
             state, reward, terminated, truncated, _ = self.env.step(agent.act(state))
@@ -278,9 +309,13 @@ class Evaluator:
             raise FloatingPointError(f"evaluation env {self.env.env_name!r} returned a non-finite reward ({episode_return})")
         return episode_return
 
-    def evaluate_and_save(self, agent: AgentBase, total_steps: int, logs: dict[str, float], if_force: bool = False) -> bool:
-        """Evaluates if `eval_gap` steps have passed (or `if_force`); returns True once the target is reached."""
-        if total_steps < self.next_eval_step and not if_force:
+    def evaluate_and_save(self, agent: AgentBase, total_steps: int, logs: dict[str, float], if_force: bool = False,
+                          seconds: float | None = None) -> bool:
+        """Evaluates if `eval_gap` steps have passed (or `if_force`); returns True once the target is reached.
+
+        `seconds` is the training time to record; by default this Evaluator's own clock.
+        """
+        if not self.is_due(total_steps) and not if_force:
             return False
         self.next_eval_step = (total_steps // self.eval_gap + 1) * self.eval_gap  # a fixed cadence in env steps
         for name, value in logs.items():  # before evaluating: a diverged actor is the cause, not the env
@@ -290,16 +325,18 @@ class Evaluator:
                     f"Try a lower learning_rate or reward_scale."
                 )
         start = time.perf_counter()
-        returns = [self.episode_return(agent) for _ in range(self.eval_times1)]
+        # episode seeds from the run's seed and the step: one seed gives one curve, even where evaluations are skipped
+        seeds = iter(np.random.default_rng((self.random_seed, total_steps)).integers(2**31, size=self.eval_times1 + self.eval_times2))
+        returns = [self.episode_return(agent, int(next(seeds))) for _ in range(self.eval_times1)]
         if np.mean(returns) > self.best_return and self.eval_times2:
-            returns += [self.episode_return(agent) for _ in range(self.eval_times2)]
+            returns += [self.episode_return(agent, int(next(seeds))) for _ in range(self.eval_times2)]
         mean, std = float(np.mean(returns)), float(np.std(returns))
         if mean > self.best_return:
             self.best_return = mean
-            torch.save(agent.actor.state_dict(), os.path.join(self.cwd, "actor.pth"))
+            atomic_torch_save(agent.actor.state_dict(), os.path.join(self.cwd, "actor.pth"))
         self.eval_seconds += time.perf_counter() - start
-        record = {"step": total_steps, "seconds": self.train_seconds, "return_mean": mean, "return_std": std,
-                  "best_return": self.best_return, **logs}
+        record = {"step": total_steps, "seconds": self.train_seconds if seconds is None else seconds,
+                  "return_mean": mean, "return_std": std, "best_return": self.best_return, **logs}
         self._write_record(record)
         return self.best_return >= self.target_return
 
@@ -394,70 +431,177 @@ def load_for_resume(agent: AgentBase, args: Arguments) -> None:
                          f"{args.break_step:,d}: raise break_step to train it further")
 
 
-def train_and_evaluate(args: Arguments) -> AgentBase:
-    """Trains ``args.agent`` on ``args.env`` in one process; returns the agent with the best actor loaded.
+def agent_init_kwargs(args: Arguments, device: str) -> dict[str, Any]:
+    """The arguments of ``agent.init`` for this run, with the networks on `device`."""
+    return dict(net_dim=args.net_dim, state_dim=args.env.state_dim, action_dim=args.env.action_dim,
+                learning_rate=args.learning_rate, gamma=args.gamma, reward_scale=args.reward_scale,
+                batch_size=args.batch_size, repeat_times=args.repeat_times, soft_update_tau=args.soft_update_tau, device=device)
 
-    Stops at ``break_step`` env steps, or when an evaluation reaches the target return (if
-    ``if_allow_break``), or on Ctrl-C. The run folder keeps the best actor, the record and the curve.
-    """
-    args.init_before_training()
-    agent, env = args.agent, args.env
+
+def build_agent(args: Arguments) -> int:
+    """Seeds torch and builds ``args.agent``'s networks on ``args.device``; for ``if_resume``, loads the
+    run in ``args.cwd``. Returns the seed for this run's envs (a resumed run draws new ones)."""
+    agent = args.agent
     torch.manual_seed(args.random_seed)
-    agent.init(args.net_dim, env.state_dim, env.action_dim, learning_rate=args.learning_rate, gamma=args.gamma,
-               reward_scale=args.reward_scale, batch_size=args.batch_size, repeat_times=args.repeat_times,
-               soft_update_tau=args.soft_update_tau, device=args.device)
-    seed = args.random_seed
-    if args.if_resume:
-        load_for_resume(agent, args)
-        seed += agent.total_steps  # new exploration noise and episodes, not a replay of the first run's
-        torch.manual_seed(seed)
-    eval_env = args.eval_env or clone_env(env)
-    explore_env = build_vector_env(env, args.num_envs, args.if_async_envs) if args.num_envs > 1 else env
-    agent.last_state, _ = explore_env.reset(seed=seed)
-    if agent.if_off_policy:
-        buffer = ReplayBuffer(args.max_memo, env.state_dim, env.action_dim, env.if_discrete, args.device)
-    else:
-        buffer = RolloutBuffer(args.device)
-    evaluator = Evaluator(args.cwd, eval_env, args.eval_gap, args.eval_times1, args.eval_times2,
-                          args.target_return, seed, args.if_print, args.if_tensorboard)
-    if args.if_resume:
-        evaluator.resume(agent.total_steps)
-    agent_name = type(agent).__name__
-    with open(os.path.join(args.cwd, "config.json"), "w") as file:  # what load_agent() needs to rebuild the actor
+    agent.init(**agent_init_kwargs(args, args.device))
+    if not args.if_resume:
+        return args.random_seed
+    load_for_resume(agent, args)
+    seed = args.random_seed + agent.total_steps  # new exploration noise and episodes, not a replay of the first run's
+    torch.manual_seed(seed)
+    return seed
+
+
+def write_config(args: Arguments) -> None:
+    """Writes ``config.json`` (what `load_agent` needs to rebuild the actor) and prints the run's header."""
+    agent_name, env = type(args.agent).__name__, args.env
+    with open(os.path.join(args.cwd, "config.json"), "w") as file:
         json.dump({"agent": agent_name, "env": env.env_name, "net_dim": args.net_dim, "state_dim": env.state_dim,
                    "action_dim": env.action_dim, "random_seed": args.random_seed}, file, indent=2)
     if args.if_print:
         print(f"elegantrl: {agent_name} on {env!r}\n  run folder {args.cwd}, seed {args.random_seed}, device {args.device}")
 
-    logs: dict[str, float] = {}
-    user_threads = torch.get_num_threads()
-    torch.set_num_threads(args.num_threads)  # restored at the end: the caller's process keeps its own setting
+
+def round_plan(args: Arguments, total_steps: int, width: int, is_first: bool) -> tuple[int, bool, bool]:
+    """The next round for `width` envs stepped at once: (horizon, if_random, if_update).
+
+    The first round of an off-policy run is the warm-up: `warmup_steps`, random unless resuming,
+    stored but not learned from. A horizon of 0 means the `break_step` budget is spent; the last
+    round is cut so that the budget is never exceeded.
+    """
+    affordable = max(0, args.break_step - total_steps) // width
+    if is_first and args.warmup_steps:  # a resumed run refills its buffer with its own policy, not random actions
+        return min(affordable, -(-args.warmup_steps // width)), not args.if_resume, False
+    return min(affordable, args.target_step), False, True
+
+
+def store_and_update(agent: AgentBase, buffer: Any, rollouts: list[Transitions], args: Arguments, if_update: bool) -> dict[str, float]:
+    """Stores the round's rollouts and, unless warming up, learns from them; returns the logging figures."""
+    new_steps = 0
+    for rollout in rollouts:
+        buffer.extend(rollout)
+        new_steps += rollout.reward.numel()
+    logs = agent.update_net(buffer, new_steps) if if_update else {}
+    if args.if_state_norm:  # after the update: a rollout and its update see the same normalisation
+        agent.update_state_norm(torch.cat([rollout.state.reshape(-1, agent.state_dim) for rollout in rollouts]))
+    return logs
+
+
+def reset_explore_env(env: Any, seed: int) -> np.ndarray:
+    """Resets the exploring env (one env or a vector env) with `seed`, its action space included:
+    the warm-up's random actions come from it."""
+    state, _ = env.reset(seed=seed)
+    if hasattr(env, "num_envs"):  # PreprocessEnv seeds its own action space in reset; a vector env does not
+        env.action_space.seed(seed)
+    return state
+
+
+class WorkerError(RuntimeError):
+    """A worker or the Evaluator process raised or died; the message carries its traceback or exit status."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that a run stops the way Ctrl-C stops it (and the CLI exits with 143)."""
+
+
+@contextlib.contextmanager
+def stop_on_sigterm() -> Iterator[None]:
+    """Within the block, SIGTERM raises `Terminated` in the main thread, so the run saves and stops its processes."""
+    if threading.current_thread() is not threading.main_thread():  # signal handlers belong to the main thread
+        yield
+        return
+
+    def raise_terminated(signum: int, frame: Any) -> None:
+        raise Terminated("SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
     try:
-        if args.warmup_steps:  # a resumed run refills its buffer with its own policy, not random actions
-            first_step = agent.total_steps
-            transitions = agent.explore_env(explore_env, -(-args.warmup_steps // args.num_envs), if_random=not args.if_resume)
-            check_finite(transitions, first_step, env.env_name, args.cwd)
-            buffer.extend(transitions)
-            if args.if_state_norm:
-                agent.update_state_norm(transitions.state)
-        while agent.total_steps < args.break_step:
-            first_step = agent.total_steps
-            transitions = agent.explore_env(explore_env, args.target_step)
-            check_finite(transitions, first_step, env.env_name, args.cwd)
-            buffer.extend(transitions)
-            logs = agent.update_net(buffer)
-            if args.if_state_norm:  # after the update: a rollout and its update see the same normalisation
-                agent.update_state_norm(transitions.state)
-            if_reach_goal = evaluator.evaluate_and_save(agent, agent.total_steps, logs)
-            if if_reach_goal and args.if_allow_break:
-                if args.if_print:
-                    print(f"reached the target return {args.target_return:g} at env step {agent.total_steps:,d}")
-                break
-        else:  # break_step reached: the final policy is evaluated too, even between two evaluations
-            if not evaluator.records or evaluator.records[-1]["step"] != agent.total_steps:
-                evaluator.evaluate_and_save(agent, agent.total_steps, logs, if_force=True)
-    except KeyboardInterrupt:
-        print(f"\nstopped by Ctrl-C at env step {agent.total_steps:,d}. {kept_sentence(args.cwd)}")
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def torch_threads(num_threads: int) -> Iterator[None]:
+    """Runs the block with `num_threads` torch CPU threads and restores the caller's setting."""
+    user_threads = torch.get_num_threads()
+    torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(user_threads)
+
+
+def save_run(args: Arguments, agent: AgentBase, evaluator: Evaluator) -> None:
+    """What every run does last, however it ended: saves the agent and the curve, closes TensorBoard."""
+    agent.save_or_load_agent(args.cwd, if_save=True)
+    if evaluator.records:
+        evaluator.save_curve(f"{type(agent).__name__} on {args.env.env_name}, seed {args.random_seed}")
+    if evaluator.writer is not None:
+        evaluator.writer.close()
+
+
+def load_best_actor(args: Arguments, agent: AgentBase, best_return: float) -> AgentBase:
+    """Loads the run's best actor into `agent` and says what the run folder holds."""
+    actor_path = os.path.join(args.cwd, "actor.pth")
+    if os.path.isfile(actor_path):
+        agent.actor.load_state_dict(torch.load(actor_path, map_location=agent.device, weights_only=True))
+    if args.if_print:
+        files = [name for name in ("actor.pth", "agent.pth", "recorder.csv", "learning_curve.png") if os.path.isfile(os.path.join(args.cwd, name))]
+        print(f"best evaluation return {best_return:.2f}; files in {args.cwd}: {', '.join(files)}")
+    return agent
+
+
+def build_evaluator(args: Arguments, eval_env: PreprocessEnv, seed: int, total_steps: int) -> Evaluator:
+    """The Evaluator of this run, continuing the record of a resumed one."""
+    evaluator = Evaluator(args.cwd, eval_env, args.eval_gap, args.eval_times1, args.eval_times2,
+                          args.target_return, seed, args.if_print, args.if_tensorboard)
+    if args.if_resume:
+        evaluator.resume(total_steps)
+    return evaluator
+
+
+def train_and_evaluate(args: Arguments) -> AgentBase:
+    """Trains ``args.agent`` on ``args.env`` in one process; returns the agent with the best actor loaded.
+
+    Stops at ``break_step`` env steps, or when an evaluation reaches the target return (if
+    ``if_allow_break``), or on Ctrl-C. The run folder keeps the best actor, the record and the curve;
+    ``agent.pth`` is written at every evaluation.
+    """
+    args.init_before_training()
+    agent, env = args.agent, args.env
+    seed = build_agent(args)
+    explore_env = build_vector_env(env, args.num_envs, args.if_async_envs) if args.num_envs > 1 else env
+    agent.last_state = reset_explore_env(explore_env, seed)
+    buffer = agent.make_buffer(args.max_memo)
+    evaluator = build_evaluator(args, args.eval_env or clone_env(env), seed, agent.total_steps)
+    write_config(args)
+
+    logs: dict[str, float] = {}
+    try:
+        with stop_on_sigterm(), torch_threads(args.num_threads):
+            is_first = True
+            while True:
+                horizon, if_random, if_update = round_plan(args, agent.total_steps, args.num_envs, is_first)
+                if horizon == 0:  # break_step reached: the final policy is evaluated too, even between two evaluations
+                    if not evaluator.records or evaluator.records[-1]["step"] != agent.total_steps:
+                        evaluator.evaluate_and_save(agent, agent.total_steps, logs, if_force=True)
+                    break
+                is_first, first_step = False, agent.total_steps
+                transitions = agent.explore_env(explore_env, horizon, if_random)
+                check_finite(transitions, first_step, env.env_name, args.cwd)
+                logs = store_and_update(agent, buffer, [transitions], args, if_update)
+                if not if_update or not evaluator.is_due(agent.total_steps):
+                    continue
+                agent.save_or_load_agent(args.cwd, if_save=True)  # a checkpoint per evaluation: a kill loses little
+                if evaluator.evaluate_and_save(agent, agent.total_steps, logs) and args.if_allow_break:
+                    if args.if_print:
+                        print(f"reached the target return {args.target_return:g} at env step {agent.total_steps:,d}")
+                    break
+    except KeyboardInterrupt as stop:
+        stopped_by = "SIGTERM" if isinstance(stop, Terminated) else "Ctrl-C"
+        print(f"\nstopped by {stopped_by} at env step {agent.total_steps:,d}. {kept_sentence(args.cwd)}", flush=True)
+        raise
     except (EOFError, BrokenPipeError, ConnectionResetError) as error:  # what a dead worker's pipe raises
         raise RuntimeError(
             f"an env worker process of the async vector env died at env step about {agent.total_steps:,d} "
@@ -465,24 +609,25 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
             f"{kept_sentence(args.cwd)}Run with if_async_envs=False to see the env's own error."
         ) from error
     finally:
-        torch.set_num_threads(user_threads)
-        agent.save_or_load_agent(args.cwd, if_save=True)
-        if evaluator.records:
-            evaluator.save_curve(f"{agent_name} on {env.env_name}, seed {args.random_seed}")
-        if evaluator.writer is not None:
-            evaluator.writer.close()
         if explore_env is not env:
             try:
                 explore_env.close()
             except Exception:  # closing a vector env with a dead worker raises too; the run's error is the one to see
                 pass
-    actor_path = os.path.join(args.cwd, "actor.pth")
-    if os.path.isfile(actor_path):
-        agent.actor.load_state_dict(torch.load(actor_path, map_location=agent.device, weights_only=True))
-    if args.if_print:
-        files = [name for name in ("actor.pth", "agent.pth", "recorder.csv", "learning_curve.png") if os.path.isfile(os.path.join(args.cwd, name))]
-        print(f"best evaluation return {evaluator.best_return:.2f}; files in {args.cwd}: {', '.join(files)}")
-    return agent
+        save_run(args, agent, evaluator)
+    return load_best_actor(args, agent, evaluator.best_return)
+
+
+def train_and_evaluate_mp(args: Arguments) -> AgentBase:
+    """Trains with ``args.rollout_num`` exploration worker processes, a learner (this process) and an
+    Evaluator process; returns the agent with the best actor loaded. See `elegantrl.parallel`.
+
+    Call it under ``if __name__ == "__main__":`` in a script: worker processes start by importing
+    the script, and without the guard each would start training again.
+    """
+    from elegantrl.parallel import train_multiprocess
+
+    return train_multiprocess(args)
 
 
 def load_agent(cwd: str) -> AgentBase:
@@ -558,7 +703,11 @@ def build_parser() -> argparse.ArgumentParser:
         flag = "--" + spec.name.replace("_", "-").removeprefix("if-")
         kind = spec.metadata["type"]
         names = [flag, "--seed"] if spec.name == "random_seed" else [flag]
-        if kind is bool:
+        if spec.name == "rollout_num":  # given: the multi-process trainer; absent: one process
+            parser.add_argument(flag, dest=spec.name, type=int, default=None, metavar="N",
+                                help="train with N exploration worker processes, a learner and an Evaluator process "
+                                     "(train_and_evaluate_mp); without it, one process (default: one process)")
+        elif kind is bool:
             parser.add_argument(*names, dest=spec.name, action=argparse.BooleanOptionalAction, default=spec.default, help=spec.metadata["help"])
         else:
             default = "the agent's" if spec.default is None else "%(default)s"
@@ -576,9 +725,17 @@ def main(argv: list[str] | None = None) -> int:
         if render_folder:
             print(f"wrote {get_video_to_watch_env_render(render_folder)}")
             return 0
+        if_multiprocess = options["rollout_num"] is not None
+        if not if_multiprocess:
+            del options["rollout_num"]
         args = Arguments(agent=agent_class(), env=PreprocessEnv(env_id), **options)
-        train_and_evaluate(args)
+        (train_and_evaluate_mp if if_multiprocess else train_and_evaluate)(args)
     except (ValueError, TypeError, ImportError, FileExistsError, FileNotFoundError, FloatingPointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as stop:  # the trainer has saved and said where; the status tells a script how it ended
+        return 143 if isinstance(stop, Terminated) else 130
+    except WorkerError as error:  # a worker process failed: its traceback is in the message
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     return 0

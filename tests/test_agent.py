@@ -98,7 +98,7 @@ def test_update_net_uses_each_transition_repeat_times_on_average():
     agent.update_step = lambda buf: steps.append(1) or original(buf)
     for _ in range(3):
         buffer.extend(agent.explore_env(env, 20, if_random=True))
-        logs = agent.update_net(buffer)
+        logs = agent.update_net(buffer, new_steps=20)
     assert len(steps) == int(60 * 4 / 32)  # 7.5 -> 7, the half step carried over
     assert set(logs) == {"obj_critic", "q_value", "explore_rate"} and all(np.isfinite(list(logs.values())))
 
@@ -110,7 +110,7 @@ def test_save_and_load_round_trip(tmp_path):
     agent.last_state, _ = env.reset(seed=0)
     buffer = ReplayBuffer(1000, 4, 2, True)
     buffer.extend(agent.explore_env(env, 200, if_random=True))
-    agent.update_net(buffer)  # moves the weights and the optimizer's state away from their initial values
+    agent.update_net(buffer, 200)  # moves the weights and the optimizer's state away from their initial values
     agent.save_or_load_agent(str(tmp_path), if_save=True)
 
     loaded = AgentD3QN()

@@ -71,7 +71,7 @@ def test_td3_updates_the_actor_every_second_critic_step():
     agent.init(16, 3, 1, batch_size=32, repeat_times=1.0)
     buffer = filled_buffer(agent, steps=320)  # 320 * 1 / 32 = 10 critic steps
     actor_before = [p.clone() for p in agent.actor.parameters()]
-    logs = agent.update_net(buffer)
+    logs = agent.update_net(buffer, len(buffer))
     assert agent.update_count == 10
     assert agent.actor_optimizer.state_dict()["state"][0]["step"] == 5
     assert not all(torch.equal(a, b) for a, b in zip(actor_before, agent.actor.parameters()))
@@ -105,7 +105,7 @@ def test_inter_sac_actor_objective_does_not_train_the_critic_heads():
 def test_update_and_save_load_round_trip(agent_class, tmp_path):
     agent = agent_class()
     agent.init(16, 3, 1, batch_size=32, repeat_times=2.0)
-    logs = agent.update_net(filled_buffer(agent, steps=256))
+    logs = agent.update_net(filled_buffer(agent, steps=256), 256)
     assert all(np.isfinite(list(logs.values())))
     if isinstance(agent, AgentSAC):
         assert "alpha" in logs and agent.log_alpha.item() != 0.0  # the temperature is learned
