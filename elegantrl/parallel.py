@@ -1,0 +1,485 @@
+"""Training on several processes: exploration workers, one learner, one Evaluator (`train_multiprocess`).
+
+::
+
+    learner (the calling process)                 worker i of rollout_num        Evaluator
+    ─────────────────────────────                 ───────────────────────        ─────────
+    weights.publish(actor)  ── shared memory ──▶  fetch if the version is new
+    commands[i]: (slot, horizon, random, step) ─▶ explore into slots[i][slot]
+    ready ◀─────────────────── (i, slot, horizon)
+    store_and_update(concatenated rollouts)
+    snapshot.publish(actor, step, logs) ── shared memory ─────────────────────▶ evaluate, save, record
+    results ◀─────────────────────────────────────────────────────────────────  (version, step, reached)
+
+Rollouts cross as tensors in preallocated shared memory shaped ``(horizon, num_envs, ...)``;
+queues carry only small tuples. Workers and the Evaluator run on the CPU with
+`Arguments.num_threads` torch threads; the learner may use a GPU. Every wait polls the other
+processes, so a process that raises or dies ends the run with its story instead of a hang.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import os
+import pickle
+import queue
+import signal
+import sys
+import time
+import traceback
+from typing import Any, Callable
+
+import torch
+import torch.multiprocessing
+from torch import nn
+
+from elegantrl.agent import AgentBase
+from elegantrl.env import PreprocessEnv, build_vector_env, env_recipe
+from elegantrl.replay import Transitions
+from elegantrl.run import (
+    Arguments,
+    Evaluator,
+    Terminated,
+    WorkerError,
+    agent_init_kwargs,
+    build_agent,
+    check_finite,
+    kept_sentence,
+    load_best_actor,
+    reset_explore_env,
+    round_plan,
+    save_run,
+    stop_on_sigterm,
+    store_and_update,
+    torch_threads,
+    write_config,
+)
+
+WORKER_SEED_OFFSET = 10_000  # worker i explores with seed + 10,000 * (i + 1): one run seed, one curve
+STALL_SECONDS = 600.0  # a process that says nothing for this long is taken to hang
+POLL_SECONDS = 0.5
+
+
+class SharedWeights:
+    """A network's ``state_dict`` in shared memory with a version number, written by the learner
+    and read by other processes (under a lock, so no reader sees half an update).
+
+    `meta` is a small JSON-able dict published with the weights (the Evaluator's step and figures).
+    """
+
+    def __init__(self, module: nn.Module, context: Any, meta_bytes: int = 0):
+        state = module.state_dict()
+        self.layout = [(name, tuple(tensor.shape), tensor.dtype) for name, tensor in state.items()]
+        self.flat = torch.zeros(sum(tensor.numel() for tensor in state.values())).share_memory_()
+        self.meta = torch.zeros(meta_bytes, dtype=torch.uint8).share_memory_()
+        self.version = torch.full((), -1, dtype=torch.int64).share_memory_()  # -1: nothing published yet
+        self.lock = context.Lock()
+
+    def publish(self, module: nn.Module, meta: dict[str, Any] | None = None) -> int:
+        """Copies `module`'s state (and `meta`) in and returns the new version."""
+        encoded = json.dumps(meta).encode() if meta is not None else b""
+        if len(encoded) > self.meta.numel():
+            raise ValueError(f"{len(encoded)} bytes of figures do not fit the {self.meta.numel()} reserved for them")
+        with self.lock:
+            torch.cat([tensor.detach().reshape(-1).float().cpu() for tensor in module.state_dict().values()], out=self.flat)
+            if encoded:
+                self.meta.zero_()
+                self.meta[: len(encoded)] = torch.frombuffer(bytearray(encoded), dtype=torch.uint8)
+            self.version += 1
+            return int(self.version)
+
+    def fetch(self, module: nn.Module, known_version: int) -> tuple[int, dict[str, Any] | None] | None:
+        """Loads the newest state into `module` if it is newer than `known_version`; returns (version, meta) or None."""
+        if int(self.version) <= known_version:
+            return None
+        with self.lock:
+            flat, version = self.flat.clone(), int(self.version)
+            raw = bytes(self.meta.numpy()).rstrip(b"\0")
+        state, start = {}, 0
+        for name, shape, dtype in self.layout:
+            size = math.prod(shape)
+            state[name] = flat[start : start + size].view(shape).to(dtype)
+            start += size
+        module.load_state_dict(state)  # through load_state_dict: StateNorm's hook sees the statistics
+        return version, (json.loads(raw) if raw else None)
+
+
+def shared_rollout(horizon: int, num_envs: int, state_dim: int, action_dim: int, if_discrete: bool) -> Transitions:
+    """Preallocated shared `Transitions` of shape ``(horizon, num_envs, ...)`` for one worker's rollouts."""
+
+    def empty(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return torch.zeros((horizon, num_envs, *shape), dtype=dtype).share_memory_()
+
+    action = empty(1, dtype=torch.int64) if if_discrete else empty(action_dim)
+    return Transitions(empty(state_dim), action, empty(), empty(dtype=torch.bool), empty(dtype=torch.bool), empty(state_dim))
+
+
+# ---- the child processes ---------------------------------------------------------------------
+
+
+def _child_setup(num_threads: int) -> Any:
+    """Common start of a worker and the Evaluator: Ctrl-C belongs to the learner, which stops everyone."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    torch.set_num_threads(num_threads)
+    return multiprocessing.parent_process()
+
+
+def _report_failure(outbox: Any, name: str) -> None:
+    outbox.put(("error", name, traceback.format_exc()))
+    outbox.close()
+    outbox.join_thread()  # the message is in the pipe before the process exits
+
+
+def worker_main(index: int, recipe: Callable[[], PreprocessEnv], blueprint: bytes, init_kwargs: dict[str, Any],
+                num_envs: int, if_async_envs: bool, seed: int, num_threads: int, cwd: str,
+                weights: SharedWeights, slots: list[Transitions], commands: Any, ready: Any) -> None:
+    """An exploration worker: on each command, explores `horizon` steps with the newest weights into a slot."""
+    name = f"worker {index}"
+    env = None
+    try:
+        parent = _child_setup(num_threads)
+        torch.manual_seed(seed)
+        env = recipe()
+        explore_env = build_vector_env(env, num_envs, if_async_envs) if num_envs > 1 else env
+        agent: AgentBase = pickle.loads(blueprint)
+        agent.init(**init_kwargs)
+        agent.last_state = reset_explore_env(explore_env, seed)
+        ready.put(("started", name))
+        version = -1
+        while True:
+            command = _next_command(commands, parent)
+            if command is None:
+                break
+            slot_index, horizon, if_random, total_steps = command
+            fetched = weights.fetch(agent.actor, version)
+            version = fetched[0] if fetched else version
+            agent.total_steps = total_steps  # the run's count: DQN's exploration schedule follows it
+            rollout = agent.explore_env(explore_env, horizon, if_random)
+            check_finite(rollout, total_steps, env.env_name, cwd)
+            slot = slots[slot_index]
+            for store, part in zip(slot, rollout):
+                store[:horizon] = part
+            ready.put(("ready", index, slot_index, horizon))
+        if explore_env is not env:
+            explore_env.close()
+    except BaseException:
+        _report_failure(ready, name)
+        sys.exit(1)
+
+
+def _next_command(commands: Any, parent: Any) -> tuple | None:
+    """The learner's next command, or None to stop (asked to, or the learner is gone)."""
+    while True:
+        try:
+            return commands.get(timeout=POLL_SECONDS)
+        except queue.Empty:
+            if parent is not None and not parent.is_alive():
+                return None
+
+
+def evaluator_main(recipe: Callable[[], PreprocessEnv], blueprint: bytes, init_kwargs: dict[str, Any],
+                   settings: dict[str, Any], title: str, resume_step: int | None, num_threads: int,
+                   snapshot: SharedWeights, stop: Any, results: Any) -> None:
+    """The Evaluator process: evaluates the newest actor snapshot whenever it is free, and records it."""
+    try:
+        parent = _child_setup(num_threads)
+        evaluator = Evaluator(env=recipe(), **settings)
+        if resume_step is not None:
+            evaluator.resume(resume_step)
+        agent: AgentBase = pickle.loads(blueprint)
+        agent.init(**init_kwargs)
+        results.put(("started", "the Evaluator"))
+        version, last_curve = -1, time.monotonic()
+        while not stop.is_set() and (parent is None or parent.is_alive()):
+            fetched = snapshot.fetch(agent.actor, version)
+            if fetched is None:
+                time.sleep(0.02)
+                continue
+            version, meta = fetched
+            agent.total_steps = meta["step"]
+            reached = evaluator.evaluate_and_save(agent, meta["step"], meta["logs"], if_force=True, seconds=meta["seconds"])
+            results.put(("evaluated", version, meta["step"], reached, evaluator.best_return))
+            if time.monotonic() - last_curve > 30.0:  # a live curve, without drawing it after every evaluation
+                evaluator.save_curve(title)
+                last_curve = time.monotonic()
+        if evaluator.writer is not None:
+            evaluator.writer.close()
+    except BaseException:
+        _report_failure(results, "the Evaluator")
+        sys.exit(1)
+
+
+# ---- the learner -----------------------------------------------------------------------------
+
+
+def describe_exit(exitcode: int) -> str:
+    """'exit status 1', or 'signal SIGKILL' for a process killed by a signal."""
+    if exitcode < 0:
+        try:
+            return f"signal {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"signal {-exitcode}"
+    return f"exit status {exitcode}"
+
+
+class Processes:
+    """The learner's view of its children: starts them, receives their messages, notices their death."""
+
+    def __init__(self, context: Any, cwd: str):
+        self.context, self.cwd = context, cwd
+        self.children: dict[str, Any] = {}
+        self.started: set[str] = set()
+        self.ready = context.Queue()  # workers -> learner
+        self.results = context.Queue()  # Evaluator -> learner
+        self.stop = context.Event()
+        self.commands: list[Any] = []  # learner -> worker i
+
+    def start(self, name: str, target: Callable, *args: Any) -> None:
+        """Starts a child with SIGINT ignored from its first instruction (it would kill it mid-import otherwise)."""
+        process = self.context.Process(target=target, args=args, name=f"elegantrl {name}")
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited through exec: Python keeps an ignored SIGINT
+        try:
+            process.start()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        self.children[name] = process
+
+    def receive(self, inbox: Any, block: bool = True) -> tuple | None:
+        """The next message of `inbox` (None if not `block` and there is none), checking on the children while waiting."""
+        waited = 0.0
+        while True:
+            try:
+                message = inbox.get(timeout=POLL_SECONDS) if block else inbox.get_nowait()
+            except queue.Empty:
+                if not block:
+                    return None
+                self.check_alive()
+                waited += POLL_SECONDS
+                if waited > STALL_SECONDS:
+                    raise WorkerError(f"no process reported for {STALL_SECONDS:.0f} s: an env step may hang. {kept_sentence(self.cwd)}") from None
+                continue
+            if message[0] == "error":
+                raise WorkerError(f"{message[1]} failed, so training stopped. {kept_sentence(self.cwd)}Its traceback:\n{message[2]}")
+            if message[0] == "started":
+                self.started.add(message[1])
+                continue
+            return message
+
+    def check_alive(self) -> None:
+        """Raises WorkerError for a child that exited, after reading any error it sent first."""
+        for name, process in self.children.items():
+            if process.exitcode is None:
+                continue
+            for inbox in (self.ready, self.results):  # a child that raised said why before it exited
+                try:
+                    message = inbox.get(timeout=1.0)
+                except queue.Empty:
+                    continue
+                if message[0] == "error":
+                    raise WorkerError(f"{message[1]} failed, so training stopped. {kept_sentence(self.cwd)}Its traceback:\n{message[2]}")
+            hint = ("" if name in self.started else
+                    " while starting. A script that calls train_and_evaluate_mp must do so under "
+                    "`if __name__ == \"__main__\":` (each process starts by importing the script), and its env must be "
+                    "importable from a module")
+            raise WorkerError(f"{name} died ({describe_exit(process.exitcode)}){hint}; training stopped. {kept_sentence(self.cwd)}".rstrip())
+
+    def shutdown(self, grace: float) -> None:
+        """Asks every child to stop, waits up to `grace` seconds, then terminates and kills: no orphans."""
+        self.stop.set()
+        for commands in self.commands:
+            commands.put(None)
+        for inbox in [*self.commands, self.ready, self.results]:
+            inbox.cancel_join_thread()  # never wait at exit to flush a queue whose reader is gone
+        deadline = time.monotonic() + grace
+        for process in self.children.values():
+            process.join(max(0.0, deadline - time.monotonic()))
+        for process in self.children.values():
+            if process.is_alive():
+                process.terminate()
+                process.join(2.0)
+            if process.is_alive():
+                process.kill()
+                process.join()
+
+
+def _check_not_bootstrapping() -> None:
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise RuntimeError(
+            "train_and_evaluate_mp was called while a worker process was starting: the script calls it at import time. "
+            "Put the call under `if __name__ == \"__main__\":`, since every worker process starts by importing the script."
+        )
+
+
+def train_multiprocess(args: Arguments) -> AgentBase:
+    """`elegantrl.run.train_and_evaluate_mp`: see its docstring and the module docstring."""
+    _check_not_bootstrapping()
+    args.init_before_training()
+    if args.if_async_workers and args.if_on_policy:
+        raise ValueError(f"if_async_workers=True, but {type(args.agent).__name__} learns on-policy: every rollout of a round "
+                         f"must come from the same weights. Leave if_async_workers=False")
+    eval_env = args.eval_env or args.env
+    recipes = env_recipe(args.env), env_recipe(eval_env)  # before anything starts: an env that cannot travel is refused here
+    blueprint = pickle.dumps(args.agent)
+    agent = args.agent
+    seed = build_agent(args)
+    child_init = agent_init_kwargs(args, device="cpu")
+    write_config(args)
+    if args.if_print:
+        mode = "asynchronous" if args.if_async_workers else "lockstep"
+        print(f"  {args.rollout_num} exploration workers × {args.num_envs} envs ({mode}), a learner and an Evaluator process")
+
+    context = torch.multiprocessing.get_context("spawn")
+    processes = Processes(context, args.cwd)
+    weights = SharedWeights(agent.actor, context)
+    snapshot = SharedWeights(agent.actor, context, meta_bytes=1 << 16)
+    slots_per_worker = 2 if args.if_async_workers else 1
+    horizon = max(args.target_step, -(-(args.warmup_steps or 0) // (args.rollout_num * args.num_envs)))
+    slots = [[shared_rollout(horizon, args.num_envs, agent.state_dim, agent.action_dim, agent.if_discrete)
+              for _ in range(slots_per_worker)] for _ in range(args.rollout_num)]
+    clock = Evaluator(args.cwd, None, args.eval_gap, 0, 0, args.target_return, seed, False)  # the learner's clock and record
+    if args.if_resume:
+        clock.resume(agent.total_steps)
+    try:
+        with stop_on_sigterm(), torch_threads(args.num_threads):
+            weights.publish(agent.actor)
+            settings = dict(cwd=args.cwd, eval_gap=args.eval_gap, eval_times1=args.eval_times1, eval_times2=args.eval_times2,
+                            target_return=args.target_return, random_seed=seed, if_print=args.if_print,
+                            if_tensorboard=args.if_tensorboard)
+            title = f"{type(agent).__name__} on {args.env.env_name}, seed {args.random_seed}"
+            processes.start("the Evaluator", evaluator_main, recipes[1], blueprint, child_init, settings, title,
+                            agent.total_steps if args.if_resume else None, args.num_threads, snapshot, processes.stop,
+                            processes.results)
+            for index in range(args.rollout_num):
+                processes.commands.append(context.Queue())
+                processes.start(f"worker {index}", worker_main, index, recipes[0], blueprint, child_init, args.num_envs,
+                                args.if_async_envs, seed + WORKER_SEED_OFFSET * (index + 1), args.num_threads, args.cwd,
+                                weights, slots[index], processes.commands[index], processes.ready)
+            learner = Learner(args, agent, processes, weights, snapshot, slots, clock)
+            learner.run()
+    except KeyboardInterrupt as stop:
+        stopped_by = "SIGTERM" if isinstance(stop, Terminated) else "Ctrl-C"
+        print(f"\nstopped by {stopped_by} at env step {agent.total_steps:,d}. {kept_sentence(args.cwd)}", flush=True)
+        raise
+    finally:
+        processes.shutdown(grace=10.0)
+        if os.path.isfile(clock.csv_path):
+            clock.resume(agent.total_steps)  # the record the Evaluator wrote, for the curve
+        save_run(args, agent, clock)
+    return load_best_actor(args, agent, clock.best_return)
+
+
+class Learner:
+    """The learner's loop: commands rounds of exploration, stores and learns, hands snapshots to the Evaluator."""
+
+    def __init__(self, args: Arguments, agent: AgentBase, processes: Processes, weights: SharedWeights,
+                 snapshot: SharedWeights, slots: list[list[Transitions]], clock: Evaluator):
+        self.args, self.agent, self.processes = args, agent, processes
+        self.weights, self.snapshot, self.slots, self.clock = weights, snapshot, slots, clock
+        self.next_eval_step = (agent.total_steps // args.eval_gap + 1) * args.eval_gap
+        self.buffer = agent.make_buffer(args.max_memo)
+        self.reached = False
+        self.logs: dict[str, float] = {}  # the newest update's figures
+        self.last_snapshot: tuple[int, int] | None = None  # (version, step) of the newest hand-off
+
+    def run(self) -> None:
+        """Trains until the budget is spent or (with `if_allow_break`) the Evaluator reports the target reached."""
+        if self.args.if_async_workers:
+            self._run_async()
+        else:
+            self._run_lockstep()
+        if not self.reached:
+            self._final_evaluation()
+
+    def _run_lockstep(self) -> None:
+        args, agent = self.args, self.agent
+        width, is_first = args.rollout_num * args.num_envs, True
+        while not (self.reached and args.if_allow_break):
+            horizon, if_random, if_update = round_plan(args, agent.total_steps, width, is_first)
+            if horizon == 0:
+                return
+            is_first = False
+            for commands in self.processes.commands:
+                commands.put((0, horizon, if_random, agent.total_steps))
+            received: dict[int, int] = {}
+            while len(received) < args.rollout_num:
+                _, index, slot_index, steps = self.processes.receive(self.processes.ready)
+                received[index] = steps
+            rollouts = [self._view(index, 0, horizon) for index in range(args.rollout_num)]  # worker order: one seed, one curve
+            self._learn(rollouts, if_update)
+
+    def _run_async(self) -> None:
+        args, agent = self.args, self.agent
+        committed = agent.total_steps  # env steps commanded so far, explored or not
+        pending: dict[tuple[int, int], bool] = {}  # (worker, slot) -> whether its rollout is learned from
+
+        def command(index: int, slot_index: int, is_first: bool) -> None:
+            nonlocal committed
+            width = args.rollout_num * args.num_envs if is_first else args.num_envs
+            horizon, if_random, if_update = round_plan(args, committed, width, is_first)
+            if horizon and not (self.reached and args.if_allow_break):
+                self.processes.commands[index].put((slot_index, horizon, if_random, committed))
+                committed += horizon * args.num_envs
+                pending[(index, slot_index)] = if_update
+
+        for slot_index in range(len(self.slots[0])):
+            for index in range(args.rollout_num):
+                command(index, slot_index, is_first=slot_index == 0)
+        while pending:
+            messages = [self.processes.receive(self.processes.ready)]
+            while (message := self.processes.receive(self.processes.ready, block=False)) is not None:
+                messages.append(message)
+            rollouts, if_update = [], False
+            for _, index, slot_index, steps in messages:
+                # copied out of the slot before the worker may refill it
+                rollouts.append(Transitions(*(part.clone() for part in self._view(index, slot_index, steps))))
+                if_update |= pending.pop((index, slot_index))
+                command(index, slot_index, is_first=False)
+            self._learn(rollouts, if_update, concatenate=False)
+
+    def _view(self, index: int, slot_index: int, horizon: int) -> Transitions:
+        return Transitions(*(part[:horizon] for part in self.slots[index][slot_index]))
+
+    def _learn(self, rollouts: list[Transitions], if_update: bool, concatenate: bool = True) -> None:
+        """Stores and learns from the rollouts, publishes the new weights, and hands off to the Evaluator when due."""
+        args, agent = self.args, self.agent
+        if concatenate:  # one rollout of all the workers' envs side by side: (horizon, rollout_num × num_envs, ...)
+            rollouts = [Transitions(*(torch.cat(parts, dim=1) for parts in zip(*rollouts)))]
+        rollouts = [Transitions(*(part.to(agent.device) for part in rollout)) for rollout in rollouts]
+        agent.total_steps += sum(rollout.reward.numel() for rollout in rollouts)
+        logs = store_and_update(agent, self.buffer, rollouts, args, if_update)
+        self.logs = logs or self.logs
+        self.weights.publish(agent.actor)
+        self._read_results()
+        if if_update and agent.total_steps >= self.next_eval_step:
+            self.next_eval_step = (agent.total_steps // args.eval_gap + 1) * args.eval_gap
+            self._hand_off(logs)
+
+    def _hand_off(self, logs: dict[str, float]) -> None:
+        """Checkpoints the agent and gives the Evaluator the newest actor; never waits for it."""
+        for name, value in logs.items():
+            if not math.isfinite(value):
+                raise FloatingPointError(f"training diverged at env step {self.agent.total_steps}: {name} is {value}. "
+                                         f"{kept_sentence(self.args.cwd)}Try a lower learning_rate or reward_scale.")
+        self.agent.save_or_load_agent(self.args.cwd, if_save=True)
+        meta = {"step": self.agent.total_steps, "seconds": self.clock.train_seconds, "logs": logs}
+        self.last_snapshot = (self.snapshot.publish(self.agent.actor, meta), self.agent.total_steps)
+
+    def _read_results(self) -> None:
+        while (message := self.processes.receive(self.processes.results, block=False)) is not None:
+            _, version, step, reached, best_return = message
+            if reached and not self.reached:
+                self.reached = True
+                if self.args.if_print:
+                    print(f"reached the target return {self.args.target_return:g} at env step {step:,d}", flush=True)
+
+    def _final_evaluation(self) -> None:
+        """Evaluates the final policy (if not yet handed off) and waits until the Evaluator has recorded it."""
+        if self.last_snapshot is None or self.last_snapshot[1] != self.agent.total_steps:
+            self._hand_off(self.logs)
+        version = self.last_snapshot[0]
+        while True:
+            _, evaluated, step, reached, best_return = self.processes.receive(self.processes.results)
+            if evaluated >= version:
+                return
