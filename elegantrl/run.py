@@ -222,7 +222,7 @@ def as_preprocess_env(env: Any) -> PreprocessEnv:
     zero-argument function (an env class included) that makes one, which is kept as its `source`."""
     if isinstance(env, PreprocessEnv):
         return env
-    if callable(env) and not hasattr(env, "step"):
+    if isinstance(env, type) or (callable(env) and not hasattr(env, "step")):
         try:
             made = env()
         except TypeError as error:

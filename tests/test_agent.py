@@ -146,3 +146,30 @@ def test_a_bad_agent_setting_is_refused_when_the_agent_is_made(agent_class, sett
     (name, value), = setting.items()
     with pytest.raises(ValueError, match=f"{agent_class.__name__}\\({name}="):
         agent_class(**setting)
+
+
+def test_every_agent_is_a_short_subclass_of_exactly_one_family_base():
+    from elegantrl.agent import AgentOffPolicy, AgentOnPolicy
+    from elegantrl.replay import ReplayBuffer, RolloutBuffer
+    from elegantrl.run import list_agents
+
+    agents = list_agents()
+    assert "OffPolicy" not in agents and "OnPolicy" not in agents and "Base" not in agents  # templates, not agents
+    for name, agent_class in agents.items():
+        families = [base for base in (AgentOffPolicy, AgentOnPolicy) if issubclass(agent_class, base)]
+        assert len(families) == 1, name
+        agent = agent_class()
+        agent.init(8, 4, 2)
+        buffer = agent.make_buffer(max_memo=64)
+        assert isinstance(buffer, ReplayBuffer if families[0] is AgentOffPolicy else RolloutBuffer), name
+        if families[0] is AgentOnPolicy:  # no TD-learning machinery where it is never used
+            assert not hasattr(agent, "critic_target") and not hasattr(agent_class, "q_label"), name
+
+
+def test_act_names_the_shape_it_expects():
+    agent = AgentDQN()
+    agent.init(8, 4, 2)
+    with pytest.raises(ValueError, match=r"one state of shape \(4,\) or a batch of shape \(n, 4\), got shape \(2, 3, 4\)"):
+        agent.act(np.zeros((2, 3, 4), dtype=np.float32))
+    with pytest.raises(ValueError, match=r"got shape \(5,\)"):
+        agent.act(np.zeros(5, dtype=np.float32))

@@ -303,3 +303,16 @@ def test_a_non_finite_action_after_a_non_finite_observation_blames_the_observati
     env.step(np.zeros(1))
     with pytest.raises(FloatingPointError, match="returned a non-finite observation .* at episode step 1"):
         env.step(np.array([np.nan]))  # what a policy gives for a NaN state
+
+
+def test_an_env_recipe_survives_pickling_and_makes_the_same_env_again():
+    import pickle
+
+    from elegantrl.env import env_recipe
+
+    for env in (PreprocessEnv("Pendulum-v1", target_return=-300.0), PreprocessEnv(gym.make("CartPole-v1")),
+                PreprocessEnv(gym.make("MountainCar-v0"), max_step=50)):
+        copy = pickle.loads(pickle.dumps(env_recipe(env)))()
+        assert (copy.env_name, copy.state_dim, copy.action_dim, copy.if_discrete, copy.max_step, copy.target_return) == \
+               (env.env_name, env.state_dim, env.action_dim, env.if_discrete, env.max_step, env.target_return)
+        assert copy is not env

@@ -1,0 +1,255 @@
+"""train_and_evaluate_mp: workers, the learner and the Evaluator process; faults, signals, resume, seeds.
+
+Every test here starts processes, so each has a timeout, and the autouse fixture fails any test
+that leaves a child process behind.
+"""
+
+import csv
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from elegantrl.agent import AgentD3QN, AgentDiscretePPO, AgentSAC
+from elegantrl.env import PreprocessEnv
+from elegantrl.run import Arguments, WorkerError, load_agent, train_and_evaluate_mp
+
+TINY = dict(net_dim=32, batch_size=64, target_step=64, warmup_steps=256, eval_gap=512, eval_times1=2, eval_times2=0,
+            rollout_num=2, if_print=False)
+
+
+def child_pids(pid: int) -> set[int]:
+    """The live (not zombie) processes whose parent is `pid`, from /proc; multiprocessing's own
+    resource tracker, which lives as long as the process that first needed it, aside."""
+    children = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as file:
+                fields = file.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            with open(f"/proc/{entry}/cmdline", "rb") as file:
+                if b"resource_tracker" not in file.read():
+                    children.add(int(entry))
+    return children
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as file:
+            return file.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def no_process_left_behind():
+    yield
+    deadline = time.monotonic() + 10
+    while child_pids(os.getpid()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not child_pids(os.getpid()), "a test left a child process running"
+
+
+def read_record(cwd):
+    with open(os.path.join(cwd, "recorder.csv")) as file:
+        return list(csv.DictReader(file))
+
+
+class FaultyCartPole(gym.Wrapper):
+    """CartPole that, in a worker process only, raises or kills its own process after `after` steps."""
+
+    def __init__(self, fault: str = "raise", after: int = 150):
+        super().__init__(gym.make("CartPole-v1"))
+        self.fault, self.after, self.steps = fault, after, 0
+
+    def step(self, action):
+        self.steps += 1
+        if multiprocessing.parent_process() is not None and self.steps > self.after:
+            if self.fault == "raise":
+                raise RuntimeError("the simulator exploded")
+            os.kill(os.getpid(), signal.SIGKILL)
+        return self.env.step(action)
+
+
+def make_raising_cartpole():
+    return FaultyCartPole("raise")
+
+
+def make_killed_cartpole():
+    return FaultyCartPole("kill")
+
+
+class SlowCartPole(gym.Wrapper):
+    """CartPole whose every step takes 0.2 s: an evaluation of it takes seconds."""
+
+    def __init__(self):
+        super().__init__(gym.make("CartPole-v1", max_episode_steps=10))
+
+    def step(self, action):
+        time.sleep(0.2)
+        return self.env.step(action)
+
+
+@pytest.mark.timeout(180)
+def test_an_off_policy_agent_learns_with_two_workers(tmp_path):
+    args = Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path), target_return=195.0, break_step=30_000,
+                     random_seed=0, if_print=False, rollout_num=2)
+    agent = train_and_evaluate_mp(args)
+    rows = read_record(args.cwd)
+    assert max(float(row["return_mean"]) for row in rows) >= 195.0  # a random policy averages about 22
+    assert agent.total_steps <= 30_000
+    assert os.path.isfile(os.path.join(args.cwd, "learning_curve.png"))
+    assert load_agent(args.cwd).act(np.zeros(4, dtype=np.float32)) in (0, 1)
+
+
+@pytest.mark.timeout(180)
+def test_an_on_policy_agent_learns_with_two_workers(tmp_path):
+    args = Arguments(agent=AgentDiscretePPO(), env="CartPole-v1", cwd=str(tmp_path), target_return=195.0, break_step=100_000,
+                     num_envs=4, target_step=256, random_seed=0, if_print=False, rollout_num=2)
+    train_and_evaluate_mp(args)
+    assert max(float(row["return_mean"]) for row in read_record(args.cwd)) >= 195.0
+
+
+@pytest.mark.timeout(120)
+def test_an_asynchronous_off_policy_run_learns_and_keeps_the_budget(tmp_path):
+    args = Arguments(agent=AgentSAC(), env="Pendulum-v1", cwd=str(tmp_path), net_dim=64, break_step=5_000, random_seed=0,
+                     if_async_workers=True, if_print=False, rollout_num=2, eval_gap=1000)
+    agent = train_and_evaluate_mp(args)
+    rows = read_record(args.cwd)
+    assert agent.total_steps <= 5_000 and int(rows[-1]["step"]) == agent.total_steps
+    assert max(float(row["return_mean"]) for row in rows) > -900.0  # a random policy scores about -1200
+
+
+@pytest.mark.timeout(60)
+def test_asynchronous_workers_are_refused_for_on_policy_agents(tmp_path):
+    args = Arguments(agent=AgentDiscretePPO(), env="CartPole-v1", cwd=str(tmp_path / "run"), if_async_workers=True)
+    with pytest.raises(ValueError, match="learns on-policy.*if_async_workers=False"):
+        train_and_evaluate_mp(args)
+
+
+@pytest.mark.timeout(90)
+def test_an_env_that_raises_in_a_worker_ends_the_run_with_its_message(tmp_path):
+    args = Arguments(agent=AgentD3QN(), env=make_raising_cartpole, cwd=str(tmp_path), break_step=100_000, **TINY)
+    start = time.monotonic()
+    with pytest.raises(WorkerError, match=r"worker \d failed(.|\n)*the simulator exploded"):
+        train_and_evaluate_mp(args)
+    assert time.monotonic() - start < 60
+
+
+@pytest.mark.timeout(90)
+def test_a_worker_killed_by_sigkill_is_reported_not_waited_for(tmp_path):
+    args = Arguments(agent=AgentD3QN(), env=make_killed_cartpole, cwd=str(tmp_path), break_step=100_000, **TINY)
+    with pytest.raises(WorkerError, match=r"worker \d died \(signal SIGKILL\)"):
+        train_and_evaluate_mp(args)
+
+
+@pytest.mark.timeout(90)
+def test_an_env_that_cannot_reach_another_process_is_refused_before_training(tmp_path):
+    args = Arguments(agent=AgentD3QN(), env=lambda: gym.make("CartPole-v1"), cwd=str(tmp_path / "run"), **TINY)
+    with pytest.raises(TypeError, match="top level of a module"):
+        train_and_evaluate_mp(args)
+
+
+@pytest.mark.timeout(120)
+def test_sigterm_stops_every_process_and_keeps_a_loadable_actor(tmp_path):
+    cwd = tmp_path / "run"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "elegantrl", "--agent", "D3QN", "--env", "CartPole-v1", "--rollout-num", "2", "--cwd", str(cwd),
+         "--no-allow-break", "--break-step", "10000000", "--eval-gap", "500", "--eval-times2", "0", "--no-print"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        while not (cwd / "recorder.csv").is_file() or len(child_pids(process.pid)) < 3:
+            assert process.poll() is None and time.monotonic() < deadline, process.stdout.read() if process.poll() is not None else "no evaluation in 90 s"
+            time.sleep(0.2)
+        time.sleep(1.0)
+        children = child_pids(process.pid)
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 143, output
+    assert "stopped by SIGTERM" in output
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(pid) for pid in children)
+    agent = load_agent(str(cwd))  # actor.pth loads
+    assert agent.act(np.zeros(4, dtype=np.float32)) in (0, 1)
+    assert torch.load(cwd / "agent.pth", weights_only=True)["total_steps"] > 0
+
+
+@pytest.mark.timeout(120)
+def test_a_slow_evaluation_env_does_not_hold_the_learner_back(tmp_path):
+    # one evaluation takes about 2 episodes x 10 steps x 0.2 s = 4 s; training hands off a snapshot every 512 steps
+    args = Arguments(agent=AgentD3QN(), env="CartPole-v1", eval_env=SlowCartPole, cwd=str(tmp_path), break_step=6_144,
+                     if_allow_break=False, random_seed=0, **TINY)
+    agent = train_and_evaluate_mp(args)
+    steps = [int(row["step"]) for row in read_record(args.cwd)]
+    hand_offs = len(range(512, 6_144 + 1, 512))
+    assert agent.total_steps == 6_144 and steps[-1] == 6_144  # the learner ran its whole budget, and the final policy was evaluated
+    assert len(steps) < hand_offs  # while the Evaluator was busy the learner went on, and the Evaluator took the newest snapshot
+
+
+@pytest.mark.timeout(180)
+def test_a_resumed_multiprocess_run_continues_its_steps_and_record(tmp_path):
+    fields = dict(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path), if_allow_break=False, random_seed=0, **TINY)
+    train_and_evaluate_mp(Arguments(**fields, break_step=2_048))
+    first = read_record(str(tmp_path))
+    resumed = train_and_evaluate_mp(Arguments(**{**fields, "agent": AgentD3QN()}, break_step=4_096, if_resume=True))
+    rows = read_record(str(tmp_path))
+    assert resumed.total_steps == 4_096
+    assert rows[: len(first)] == first  # the first run's record is kept
+    assert [int(row["step"]) for row in rows[len(first):]] and all(int(row["step"]) > 2_048 for row in rows[len(first):])
+    assert int(rows[-1]["step"]) == 4_096
+
+
+@pytest.mark.timeout(180)
+def test_two_lockstep_runs_with_one_seed_learn_the_same(tmp_path):
+    def run(folder):
+        args = Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path / folder), break_step=3_072, if_allow_break=False,
+                         random_seed=7, **TINY)
+        agent = train_and_evaluate_mp(args)
+        return agent, {row["step"]: row["return_mean"] for row in read_record(args.cwd)}
+
+    (agent_a, record_a), (agent_b, record_b) = run("a"), run("b")
+    common = set(record_a) & set(record_b)
+    assert len(common) >= 2 and all(record_a[step] == record_b[step] for step in common)
+    state_a = torch.load(tmp_path / "a" / "agent.pth", weights_only=True)
+    state_b = torch.load(tmp_path / "b" / "agent.pth", weights_only=True)
+    for name, value in state_a["critic"].items():
+        assert torch.equal(value, state_b["critic"][name]), name  # the same weights after the same updates on the same data
+
+
+@pytest.mark.timeout(120)
+def test_a_script_without_the_main_guard_fails_with_a_message_that_names_it(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "from elegantrl.agent import AgentD3QN\n"
+        "from elegantrl.run import Arguments, train_and_evaluate_mp\n"
+        f"train_and_evaluate_mp(Arguments(agent=AgentD3QN(), env='CartPole-v1', cwd={str(tmp_path / 'run')!r}, break_step=2000, rollout_num=1))\n"
+    )
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=100)
+    assert result.returncode != 0
+    assert 'if __name__ == "__main__":' in result.stderr
+    assert sorted(os.listdir(tmp_path)) == ["run", "train.py"]  # the workers made no run folders of their own
+
+
+def test_preprocess_env_made_from_a_function_keeps_it_as_its_source():
+    from elegantrl.run import as_preprocess_env
+
+    env = as_preprocess_env(make_raising_cartpole)
+    assert isinstance(env, PreprocessEnv) and env.source is make_raising_cartpole and env.state_dim == 4
