@@ -171,7 +171,8 @@ def test_sigterm_stops_every_process_and_keeps_a_loadable_actor(tmp_path):
     try:
         deadline = time.monotonic() + 90
         while not (cwd / "recorder.csv").is_file() or len(child_pids(process.pid)) < 3:
-            assert process.poll() is None and time.monotonic() < deadline, process.stdout.read() if process.poll() is not None else "no evaluation in 90 s"
+            ended = process.poll() is not None
+            assert not ended and time.monotonic() < deadline, process.stdout.read() if ended else "no evaluation in 90 s"
             time.sleep(0.2)
         time.sleep(1.0)
         children = child_pids(process.pid)
@@ -222,10 +223,10 @@ def test_two_lockstep_runs_with_one_seed_learn_the_same(tmp_path):
     def run(folder):
         args = Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path / folder), break_step=3_072, if_allow_break=False,
                          random_seed=7, **TINY)
-        agent = train_and_evaluate_mp(args)
-        return agent, {row["step"]: row["return_mean"] for row in read_record(args.cwd)}
+        train_and_evaluate_mp(args)
+        return {row["step"]: row["return_mean"] for row in read_record(args.cwd)}
 
-    (agent_a, record_a), (agent_b, record_b) = run("a"), run("b")
+    record_a, record_b = run("a"), run("b")
     common = set(record_a) & set(record_b)
     assert len(common) >= 2 and all(record_a[step] == record_b[step] for step in common)
     state_a = torch.load(tmp_path / "a" / "agent.pth", weights_only=True)
