@@ -317,7 +317,7 @@ class TargetCallback(BaseCallback):
         super().__init__()
         self.eval_env = gym.make(env_id)
         self.target, self.budget, self.eval_gap, self.episodes = target, budget, eval_gap, episodes
-        self.rng = np.random.default_rng(seed + 1)  # the same episode seeds as elegantrl's Evaluator
+        self.seed = seed
         self.next_eval_step = eval_gap
         self.records: list[dict[str, float]] = []
         self.start_time = self.eval_seconds = 0.0
@@ -326,9 +326,9 @@ class TargetCallback(BaseCallback):
         """Starts the clock once the model and its buffer are built, as elegantrl's Evaluator does."""
         self.start_time = time.perf_counter()
 
-    def _episode_return(self) -> float:
-        """The return of one deterministic episode on the evaluation env."""
-        obs, _ = self.eval_env.reset(seed=int(self.rng.integers(2**31)))
+    def _episode_return(self, seed: int) -> float:
+        """The return of one deterministic episode on the evaluation env, reset with `seed`."""
+        obs, _ = self.eval_env.reset(seed=seed)
         total, done = 0.0, False
         while not done:
             action, _ = self.model.predict(obs, deterministic=True)
@@ -345,7 +345,9 @@ class TargetCallback(BaseCallback):
         # A fixed cadence in env steps that stays on multiples of eval_gap with vectorised envs.
         self.next_eval_step = (self.num_timesteps // self.eval_gap + 1) * self.eval_gap
         start = time.perf_counter()
-        returns = [self._episode_return() for _ in range(self.episodes)]
+        from elegantrl.run import evaluation_seeds  # the same episode seeds as elegantrl's Evaluator
+
+        returns = [self._episode_return(seed) for seed in evaluation_seeds(self.seed, self.num_timesteps, self.eval_gap, self.episodes)]
         self.eval_seconds += time.perf_counter() - start
         seconds = time.perf_counter() - self.start_time - self.eval_seconds
         mean = float(np.mean(returns))

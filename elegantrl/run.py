@@ -325,8 +325,7 @@ class Evaluator:
                     f"Try a lower learning_rate or reward_scale."
                 )
         start = time.perf_counter()
-        # episode seeds from the run's seed and the step: one seed gives one curve, even where evaluations are skipped
-        seeds = iter(np.random.default_rng((self.random_seed, total_steps)).integers(2**31, size=self.eval_times1 + self.eval_times2))
+        seeds = iter(evaluation_seeds(self.random_seed, total_steps, self.eval_gap, self.eval_times1 + self.eval_times2))
         returns = [self.episode_return(agent, int(next(seeds))) for _ in range(self.eval_times1)]
         if np.mean(returns) > self.best_return and self.eval_times2:
             returns += [self.episode_return(agent, int(next(seeds))) for _ in range(self.eval_times2)]
@@ -386,6 +385,13 @@ class Evaluator:
         path = os.path.join(self.cwd, "learning_curve.png")
         figure.savefig(path, dpi=100)
         return path
+
+
+def evaluation_seeds(random_seed: int, total_steps: int, eval_gap: int, episodes: int) -> list[int]:
+    """The reset seeds of an evaluation's episodes: from the run's seed and the evaluation's index
+    ``total_steps // eval_gap``, so one seed gives one curve even where a busy Evaluator process
+    skips a snapshot, and the benchmarks can give another library's evaluations the same seeds."""
+    return [int(seed) for seed in np.random.default_rng((random_seed, total_steps // eval_gap)).integers(2**31, size=episodes)]
 
 
 def kept_sentence(cwd: str) -> str:
