@@ -726,7 +726,7 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
         # repeat_times 1: a rollout of steps × batch_size transitions buys exactly `steps` gradient steps
         agent.init(net_dim, env.state_dim, env.action_dim, learning_rate=1e-3, batch_size=batch_size, repeat_times=1.0,
                    soft_update_tau=5e-3, device="cpu")
-        agent.last_state, _ = env.reset(seed=0)
+        agent.reset_exploration(env, seed=0)
         buffer = ReplayBuffer(10_000, env.state_dim, env.action_dim, if_discrete=False)
         buffer.extend(agent.explore_env(env, 10_000, if_random=True))
         n = len(buffer)
@@ -823,7 +823,7 @@ def elegantrl_explorer(env_id: str, agent_name: str, num_envs: int, seed: int = 
     torch.manual_seed(seed)
     agent = getattr(agent_module, agent_name)()
     agent.init(64, single.state_dim, single.action_dim, device="cpu")
-    agent.last_state, _ = env.reset(seed=seed)
+    agent.reset_exploration(env, seed=seed)
 
     def step(horizon: int) -> int:
         before = agent.total_steps

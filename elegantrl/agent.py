@@ -152,8 +152,15 @@ class AgentBase:
         action = action.cpu().numpy()
         return action[0] if single else action
 
+    def reset_exploration(self, env: Any, seed: int | None = None) -> None:
+        """Resets `env` (one env or a vector env, its action space included, for the warm-up's random
+        actions) with `seed`; the next `explore_env` starts there."""
+        self.last_state, _ = env.reset(seed=seed)
+        if hasattr(env, "num_envs") and seed is not None:  # PreprocessEnv seeds its own action space; a vector env does not
+            env.action_space.seed(seed)
+
     def explore_env(self, env: Any, horizon: int, if_random: bool = False) -> Transitions:
-        """Steps `env` `horizon` times from where the last rollout stopped.
+        """Steps `env` `horizon` times from where the last rollout stopped (see `reset_exploration`).
 
         `env` is one env (a `PreprocessEnv`) or a Gymnasium vector env of them made with
         ``autoreset_mode=SAME_STEP`` (see ``elegantrl.env.build_vector_env``), whose sub-envs all

@@ -48,7 +48,6 @@ from elegantrl.run import (
     check_finite,
     kept_sentence,
     load_best_actor,
-    reset_explore_env,
     round_plan,
     save_run,
     stop_on_sigterm,
@@ -145,7 +144,7 @@ def worker_main(index: int, recipe: Callable[[], PreprocessEnv], blueprint: byte
         explore_env = build_vector_env(env, num_envs, if_async_envs) if num_envs > 1 else env
         agent: AgentBase = pickle.loads(blueprint)
         agent.init(**init_kwargs)
-        agent.last_state = reset_explore_env(explore_env, seed)
+        agent.reset_exploration(explore_env, seed)
         ready.put(("started", name))
         version = -1
         while True:

@@ -493,15 +493,6 @@ def store_and_update(agent: AgentBase, buffer: Any, rollouts: list[Transitions],
     return logs
 
 
-def reset_explore_env(env: Any, seed: int) -> np.ndarray:
-    """Resets the exploring env (one env or a vector env) with `seed`, its action space included:
-    the warm-up's random actions come from it."""
-    state, _ = env.reset(seed=seed)
-    if hasattr(env, "num_envs"):  # PreprocessEnv seeds its own action space in reset; a vector env does not
-        env.action_space.seed(seed)
-    return state
-
-
 class WorkerError(RuntimeError):
     """A worker or the Evaluator process raised or died; the message carries its traceback or exit status."""
 
@@ -578,7 +569,7 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
     agent, env = args.agent, args.env
     seed = build_agent(args)
     explore_env = build_vector_env(env, args.num_envs, args.if_async_envs) if args.num_envs > 1 else env
-    agent.last_state = reset_explore_env(explore_env, seed)
+    agent.reset_exploration(explore_env, seed)
     buffer = agent.make_buffer(args.max_memo)
     evaluator = build_evaluator(args, args.eval_env or clone_env(env), seed, agent.total_steps)
     write_config(args)

@@ -51,7 +51,7 @@ def test_explore_env_pairs_each_state_with_its_own_next_state_across_episode_end
     env = PreprocessEnv(gym.make("CartPole-v1", max_episode_steps=10))  # truncates every 10 steps unless it falls
     agent = AgentDQN()
     agent.init(16, env.state_dim, env.action_dim)
-    agent.last_state, _ = env.reset(seed=0)
+    agent.reset_exploration(env, seed=0)
     rollout = agent.explore_env(env, 60)
     assert rollout.state.shape == (60, 1, 4) and rollout.action.shape == (60, 1, 1) and rollout.reward.shape == (60, 1)
     assert rollout.action.dtype == torch.int64 and rollout.terminated.dtype == torch.bool
@@ -91,7 +91,7 @@ def test_update_net_uses_each_transition_repeat_times_on_average():
     agent = AgentDQN()
     agent.init(16, 4, 2, batch_size=32, repeat_times=4.0)
     env = PreprocessEnv("CartPole-v1")
-    agent.last_state, _ = env.reset(seed=0)
+    agent.reset_exploration(env, seed=0)
     buffer = ReplayBuffer(1000, 4, 2, True)
     steps = []
     original = agent.update_step
@@ -107,7 +107,7 @@ def test_save_and_load_round_trip(tmp_path):
     env = PreprocessEnv("CartPole-v1")
     agent = AgentD3QN()
     agent.init(16, 4, 2, batch_size=16)
-    agent.last_state, _ = env.reset(seed=0)
+    agent.reset_exploration(env, seed=0)
     buffer = ReplayBuffer(1000, 4, 2, True)
     buffer.extend(agent.explore_env(env, 200, if_random=True))
     agent.update_net(buffer, 200)  # moves the weights and the optimizer's state away from their initial values

@@ -20,7 +20,7 @@ CONTINUOUS_AGENTS = [AgentDDPG, AgentTD3, AgentSAC, AgentModSAC, AgentInterSAC]
 
 def filled_buffer(agent, env_id="Pendulum-v1", steps=512):
     env = PreprocessEnv(env_id)
-    agent.last_state, _ = env.reset(seed=0)
+    agent.reset_exploration(env, seed=0)
     buffer = ReplayBuffer(4096, env.state_dim, env.action_dim, env.if_discrete)
     buffer.extend(agent.explore_env(env, steps, if_random=True))
     return buffer

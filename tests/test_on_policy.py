@@ -55,7 +55,7 @@ def test_update_changes_the_policy_and_save_load_round_trips(agent_class, env_id
     agent = agent_class()
     agent.init(16, env.state_dim, env.action_dim, batch_size=64, repeat_times=2.0)
     assert not hasattr(agent, "critic_target")  # on-policy: no target network
-    agent.last_state, _ = env.reset(seed=0)
+    agent.reset_exploration(env, seed=0)
     buffer = RolloutBuffer()
     rollout = agent.explore_env(env, 256)
     if not env.if_discrete:  # the policy's actions are unbounded; the env received tanh of them
@@ -123,7 +123,7 @@ def test_vector_env_rollouts_never_pair_one_episode_with_the_next(if_async):
     try:
         agent = AgentDiscretePPO()
         agent.init(16, 4, 2)
-        agent.last_state, _ = env.reset(seed=0)
+        agent.reset_exploration(env, seed=0)
         rollout = agent.explore_env(env, 40)
     finally:
         env.close()

@@ -334,3 +334,13 @@ def test_numpy_scalars_are_taken_as_their_python_values(tmp_path):
                      net_dim=np.int64(32), learning_rate=np.float32(1e-3), if_print=np.bool_(False))
     args.init_before_training()
     assert type(args.net_dim) is int and type(args.learning_rate) is float and args.if_print is False
+
+
+def test_one_seed_gives_one_record_with_a_vector_of_envs(tmp_path):
+    # the warm-up's random actions come from the vector env's action space, which must be seeded too
+    def record(folder):
+        args = Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path / folder), num_envs=2, random_seed=3, **TINY)
+        train_and_evaluate(args)
+        return [{k: v for k, v in row.items() if k != "seconds"} for row in read_record(args.cwd)]
+
+    assert record("a") == record("b")
