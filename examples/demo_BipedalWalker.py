@@ -3,6 +3,7 @@
     pip install -e ".[box2d]"
     python examples/demo_BipedalWalker.py                 # the full run: 1M env steps
     python examples/demo_BipedalWalker.py --quick         # a short run to check the set-up
+    python examples/demo_BipedalWalker.py --rollout-num 2 # 2 exploration worker processes, a learner and an Evaluator process
 
 The run folder (runs/BipedalWalker-v3_SAC_0 by default) holds the best actor, recorder.csv and
 learning_curve.png; training stops early once an evaluation passes the target of 300.
@@ -12,7 +13,7 @@ import argparse
 
 from elegantrl.agent import AgentSAC
 from elegantrl.env import PreprocessEnv
-from elegantrl.run import Arguments, train_and_evaluate
+from elegantrl.run import Arguments, train_and_evaluate, train_and_evaluate_mp
 
 
 def main() -> None:
@@ -20,6 +21,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a few thousand steps, to check the set-up")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cwd", default=None, help="the run folder")
+    parser.add_argument("--rollout-num", type=int, default=None,
+                        help="explore in this many worker processes while the learner learns (train_and_evaluate_mp)")
     options = parser.parse_args()
 
     args = Arguments(agent=AgentSAC(), env=PreprocessEnv("BipedalWalker-v3"), random_seed=options.seed, cwd=options.cwd)
@@ -39,7 +42,11 @@ def main() -> None:
     args.break_step = 1_000_000
     if options.quick:
         args.warmup_steps, args.break_step, args.eval_gap, args.eval_times1, args.eval_times2 = 500, 2_000, 1_000, 1, 0
-    train_and_evaluate(args)
+    if options.rollout_num is None:
+        train_and_evaluate(args)
+    else:  # each worker process starts by importing this script: hence the __main__ guard below
+        args.rollout_num = options.rollout_num
+        train_and_evaluate_mp(args)
 
 
 if __name__ == "__main__":
