@@ -318,78 +318,90 @@ def train_multiprocess(args: Arguments) -> AgentBase:
     if args.if_async_workers and args.if_on_policy:
         raise ValueError(f"if_async_workers=True, but {type(args.agent).__name__} learns on-policy: every rollout of a round "
                          f"must come from the same weights. Leave if_async_workers=False")
-    eval_env = args.eval_env or args.env
-    recipes = env_recipe(args.env), env_recipe(eval_env)  # before anything starts: an env that cannot travel is refused here
-    blueprint = pickle.dumps(args.agent)
-    agent = args.agent
+    recipes = env_recipe(args.env), env_recipe(args.eval_env or args.env)  # an env that cannot travel is refused here
+    blueprint = pickle.dumps(args.agent)  # before init: the workers build their own networks
     seed = build_agent(args)
-    child_init = agent_init_kwargs(args, device="cpu")
     write_config(args)
     if args.if_print:
         mode = "asynchronous" if args.if_async_workers else "lockstep"
         print(f"  {args.rollout_num} exploration workers × {args.num_envs} envs ({mode}), a learner and an Evaluator process")
-
-    context = torch.multiprocessing.get_context("spawn")
-    processes = Processes(context, args.cwd)
-    weights = SharedWeights(agent.actor, context)
-    snapshot = SharedWeights(agent.actor, context, meta_bytes=1 << 16)
-    slots_per_worker = 2 if args.if_async_workers else 1
-    horizon = max(args.target_step, -(-(args.warmup_steps or 0) // (args.rollout_num * args.num_envs)))
-    slots = [[shared_rollout(horizon, args.num_envs, agent.state_dim, agent.action_dim, agent.if_discrete)
-              for _ in range(slots_per_worker)] for _ in range(args.rollout_num)]
-    clock = Evaluator(args.cwd, None, args.eval_gap, 0, 0, args.target_return, seed, False)  # the learner's clock and record
-    if args.if_resume:
-        clock.resume(agent.total_steps)
+    learner = Learner(args, seed)
     try:
         with stop_on_sigterm(), torch_threads(args.num_threads):
-            weights.publish(agent.actor)
-            settings = dict(cwd=args.cwd, eval_gap=args.eval_gap, eval_times1=args.eval_times1, eval_times2=args.eval_times2,
-                            target_return=args.target_return, random_seed=seed, if_print=args.if_print,
-                            if_tensorboard=args.if_tensorboard)
-            title = f"{type(agent).__name__} on {args.env.env_name}, seed {args.random_seed}"
-            processes.start("the Evaluator", evaluator_main, recipes[1], blueprint, child_init, settings, title,
-                            agent.total_steps if args.if_resume else None, args.num_threads, snapshot, processes.stop,
-                            processes.results)
-            for index in range(args.rollout_num):
-                processes.commands.append(context.Queue())
-                processes.start(f"worker {index}", worker_main, index, recipes[0], blueprint, child_init, args.num_envs,
-                                args.if_async_envs, seed + WORKER_SEED_OFFSET * (index + 1), args.num_threads, args.cwd,
-                                weights, slots[index], processes.commands[index], processes.ready)
-            learner = Learner(args, agent, processes, weights, snapshot, slots, clock)
+            learner.start(recipes, blueprint)
             learner.run()
     except KeyboardInterrupt as stop:
         stopped_by = "SIGTERM" if isinstance(stop, Terminated) else "Ctrl-C"
-        print(f"\nstopped by {stopped_by} at env step {agent.total_steps:,d}. {kept_sentence(args.cwd)}", flush=True)
+        print(f"\nstopped by {stopped_by} at env step {args.agent.total_steps:,d}. {kept_sentence(args.cwd)}", flush=True)
         raise
     finally:
-        processes.shutdown(grace=10.0)
-        if os.path.isfile(clock.csv_path):
-            clock.resume(agent.total_steps)  # the record the Evaluator wrote, for the curve
-        save_run(args, agent, clock)
-    return load_best_actor(args, agent, clock.best_return)
+        learner.processes.shutdown(grace=10.0)
+        if os.path.isfile(learner.clock.csv_path):
+            learner.clock.resume(args.agent.total_steps)  # the record the Evaluator wrote, for the curve
+        save_run(args, args.agent, learner.clock)
+    return load_best_actor(args, args.agent, learner.clock.best_return)
 
 
 class Learner:
-    """The learner's loop: commands rounds of exploration, stores and learns, hands snapshots to the Evaluator."""
+    """The learner's side of a multi-process run: starts the processes, commands rounds of
+    exploration, stores and learns, and hands snapshots to the Evaluator.
 
-    def __init__(self, args: Arguments, agent: AgentBase, processes: Processes, weights: SharedWeights,
-                 snapshot: SharedWeights, slots: list[list[Transitions]], clock: Evaluator):
-        self.args, self.agent, self.processes = args, agent, processes
-        self.weights, self.snapshot, self.slots, self.clock = weights, snapshot, slots, clock
+    ``args.agent`` must be built (`build_agent`); `seed` is the run's env seed.
+    """
+
+    def __init__(self, args: Arguments, seed: int):
+        self.args, self.agent, self.seed = args, args.agent, seed
+        agent = self.agent
+        self.context = torch.multiprocessing.get_context("spawn")
+        self.processes = Processes(self.context, args.cwd)
+        self.weights = SharedWeights(agent.actor, self.context)
+        self.snapshot = SharedWeights(agent.actor, self.context, meta_bytes=1 << 16)
+        horizon = max(args.target_step, -(-(args.warmup_steps or 0) // (args.rollout_num * args.num_envs)))
+        self.slots = [[shared_rollout(horizon, args.num_envs, agent.state_dim, agent.action_dim, agent.if_discrete)
+                       for _ in range(2 if args.if_async_workers else 1)] for _ in range(args.rollout_num)]
+        self.clock = Evaluator(args.cwd, None, args.eval_gap, 0, 0, args.target_return, seed, False)  # the learner's clock and record
+        if args.if_resume:
+            self.clock.resume(agent.total_steps)
         self.next_eval_step = (agent.total_steps // args.eval_gap + 1) * args.eval_gap
         self.buffer = agent.make_buffer(args.max_memo)
         self.reached = False
         self.logs: dict[str, float] = {}  # the newest update's figures
         self.last_snapshot: tuple[int, int] | None = None  # (version, step) of the newest hand-off
 
+    def start(self, recipes: tuple[Callable[[], PreprocessEnv], Callable[[], PreprocessEnv]], blueprint: bytes,
+              with_evaluator: bool = True) -> None:
+        """Starts the Evaluator (unless not `with_evaluator`) and the workers, from the envs' recipes and the
+        pickled agent before ``init``."""
+        args, agent, processes = self.args, self.agent, self.processes
+        child_init = agent_init_kwargs(args, device="cpu")
+        self.weights.publish(agent.actor)
+        if with_evaluator:
+            settings = dict(cwd=args.cwd, eval_gap=args.eval_gap, eval_times1=args.eval_times1, eval_times2=args.eval_times2,
+                            target_return=args.target_return, random_seed=self.seed, if_print=args.if_print,
+                            if_tensorboard=args.if_tensorboard)
+            title = f"{type(agent).__name__} on {args.env.env_name}, seed {args.random_seed}"
+            processes.start("the Evaluator", evaluator_main, recipes[1], blueprint, child_init, settings, title,
+                            agent.total_steps if args.if_resume else None, args.num_threads, self.snapshot, processes.stop,
+                            processes.results)
+        for index in range(args.rollout_num):
+            processes.commands.append(self.context.Queue())
+            processes.start(f"worker {index}", worker_main, index, recipes[0], blueprint, child_init, args.num_envs,
+                            args.if_async_envs, self.seed + WORKER_SEED_OFFSET * (index + 1), args.num_threads, args.cwd,
+                            self.weights, self.slots[index], processes.commands[index], processes.ready)
+
     def run(self) -> None:
-        """Trains until the budget is spent or (with `if_allow_break`) the Evaluator reports the target reached."""
+        """Trains until the budget is spent or (with `if_allow_break`) the Evaluator reports the target reached,
+        then has the final policy evaluated."""
+        self.run_rounds()
+        if not (self.reached and self.args.if_allow_break):
+            self._final_evaluation()
+
+    def run_rounds(self) -> None:
+        """The rounds of exploring and learning, lockstep or asynchronous, without the final evaluation."""
         if self.args.if_async_workers:
             self._run_async()
         else:
             self._run_lockstep()
-        if not self.reached:
-            self._final_evaluation()
 
     def _run_lockstep(self) -> None:
         args, agent = self.args, self.agent
