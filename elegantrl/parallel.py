@@ -63,46 +63,54 @@ POLL_SECONDS = 0.5
 
 class SharedWeights:
     """A network's ``state_dict`` in shared memory with a version number, written by the learner
-    and read by other processes (under a lock, so no reader sees half an update).
+    and read by other processes.
 
-    `meta` is a small JSON-able dict published with the weights (the Evaluator's step and figures).
+    A sequence lock, not a mutex: the learner makes `sequence` odd while it writes and even again
+    after; a reader copies and retries if the sequence moved. So a reader killed mid-read (SIGKILL,
+    the OOM killer) can never leave the learner waiting on a lock it held. Version n is the n-th
+    publication; 0 means none yet. `meta` is a small JSON-able dict published with the weights
+    (the Evaluator's step and figures).
     """
 
-    def __init__(self, module: nn.Module, context: Any, meta_bytes: int = 0):
+    def __init__(self, module: nn.Module, meta_bytes: int = 0):
         state = module.state_dict()
         self.layout = [(name, tuple(tensor.shape), tensor.dtype) for name, tensor in state.items()]
         self.flat = torch.zeros(sum(tensor.numel() for tensor in state.values())).share_memory_()
         self.meta = torch.zeros(meta_bytes, dtype=torch.uint8).share_memory_()
-        self.version = torch.full((), -1, dtype=torch.int64).share_memory_()  # -1: nothing published yet
-        self.lock = context.Lock()
+        self.sequence = torch.zeros((), dtype=torch.int64).share_memory_()
 
     def publish(self, module: nn.Module, meta: dict[str, Any] | None = None) -> int:
-        """Copies `module`'s state (and `meta`) in and returns the new version."""
+        """Copies `module`'s state (and `meta`) in and returns the new version. Only one process may publish."""
         encoded = json.dumps(meta).encode() if meta is not None else b""
         if len(encoded) > self.meta.numel():
             raise ValueError(f"{len(encoded)} bytes of figures do not fit the {self.meta.numel()} reserved for them")
-        with self.lock:
-            torch.cat([tensor.detach().reshape(-1).float().cpu() for tensor in module.state_dict().values()], out=self.flat)
-            if encoded:
-                self.meta.zero_()
-                self.meta[: len(encoded)] = torch.frombuffer(bytearray(encoded), dtype=torch.uint8)
-            self.version += 1
-            return int(self.version)
+        self.sequence += 1  # odd: a write is under way
+        torch.cat([tensor.detach().reshape(-1).float().cpu() for tensor in module.state_dict().values()], out=self.flat)
+        if encoded:
+            self.meta.zero_()
+            self.meta[: len(encoded)] = torch.frombuffer(bytearray(encoded), dtype=torch.uint8)
+        self.sequence += 1
+        return int(self.sequence) // 2
 
     def fetch(self, module: nn.Module, known_version: int) -> tuple[int, dict[str, Any] | None] | None:
         """Loads the newest state into `module` if it is newer than `known_version`; returns (version, meta) or None."""
-        if int(self.version) <= known_version:
-            return None
-        with self.lock:
-            flat, version = self.flat.clone(), int(self.version)
-            raw = bytes(self.meta.numpy()).rstrip(b"\0")
+        while True:
+            before = int(self.sequence)
+            if before // 2 <= known_version:
+                return None
+            if before % 2:  # the learner is writing: a copy now could be half old, half new
+                time.sleep(1e-4)
+                continue
+            flat, raw = self.flat.clone(), bytes(self.meta.numpy()).rstrip(b"\0")
+            if int(self.sequence) == before:
+                break
         state, start = {}, 0
         for name, shape, dtype in self.layout:
             size = math.prod(shape)
             state[name] = flat[start : start + size].view(shape).to(dtype)
             start += size
         module.load_state_dict(state)  # through load_state_dict: StateNorm's hook sees the statistics
-        return version, (json.loads(raw) if raw else None)
+        return before // 2, (json.loads(raw) if raw else None)
 
 
 def shared_rollout(horizon: int, num_envs: int, state_dim: int, action_dim: int, if_discrete: bool) -> Transitions:
@@ -146,7 +154,7 @@ def worker_main(index: int, recipe: Callable[[], PreprocessEnv], blueprint: byte
         agent.init(**init_kwargs)
         agent.reset_exploration(explore_env, seed)
         ready.put(("started", name))
-        version = -1
+        version = 0
         while True:
             command = _next_command(commands, parent)
             if command is None:
@@ -190,7 +198,7 @@ def evaluator_main(recipe: Callable[[], PreprocessEnv], blueprint: bytes, init_k
         agent: AgentBase = pickle.loads(blueprint)
         agent.init(**init_kwargs)
         results.put(("started", "the Evaluator"))
-        version, last_curve = -1, time.monotonic()
+        version, last_curve = 0, time.monotonic()
         while not stop.is_set() and (parent is None or parent.is_alive()):
             fetched = snapshot.fetch(agent.actor, version)
             if fetched is None:
@@ -354,8 +362,8 @@ class Learner:
         agent = self.agent
         self.context = torch.multiprocessing.get_context("spawn")
         self.processes = Processes(self.context, args.cwd)
-        self.weights = SharedWeights(agent.actor, self.context)
-        self.snapshot = SharedWeights(agent.actor, self.context, meta_bytes=1 << 16)
+        self.weights = SharedWeights(agent.actor)
+        self.snapshot = SharedWeights(agent.actor, meta_bytes=1 << 16)
         horizon = max(args.target_step, -(-(args.warmup_steps or 0) // (args.rollout_num * args.num_envs)))
         self.slots = [[shared_rollout(horizon, args.num_envs, agent.state_dim, agent.action_dim, agent.if_discrete)
                        for _ in range(2 if args.if_async_workers else 1)] for _ in range(args.rollout_num)]
