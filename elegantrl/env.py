@@ -229,8 +229,8 @@ class PreprocessEnv(gym.Env):
         return self.env.render()
 
     def close(self) -> None:
-        """Closes the wrapped env."""
-        self.env.close()
+        """Closes the wrapped env (an old-Gym env may have no close())."""
+        getattr(self.env, "close", lambda: None)()
 
     def __repr__(self) -> str:
         kind = "discrete" if self.if_discrete else "continuous"
@@ -262,33 +262,48 @@ def clone_env(env: PreprocessEnv, fix: str = "Pass one: Arguments(eval_env=Prepr
 def env_recipe(env: PreprocessEnv) -> Callable[[], PreprocessEnv]:
     """A zero-argument function that makes `env` again, for another process; it survives pickling.
 
-    The env is rebuilt from its `source` (an env id or the function that made it); failing that,
-    from a pickled copy of the wrapped env, or from its registered spec. Raises TypeError naming
-    the fix when none of these can cross a process boundary.
+    The env is rebuilt from its `source` (an env id, or the function that made it); else from a
+    pickled copy of the wrapped env, or of the whole `PreprocessEnv` for a subclass of it (whose
+    own behaviour must travel too); else from its registered spec. Functions and classes travel by
+    value where they cannot be imported (a notebook, a lambda, the body of a script's main guard).
+    Raises TypeError naming the fix when none of these can cross a process boundary.
     """
+    if type(env) is not PreprocessEnv:
+        return functools.partial(pickle.loads, _travelling(env, env.env_name))
     source = env.source
-    if source is None:
+    if isinstance(source, str):
+        maker: str | Callable[[], Any] = source
+    elif source is not None:
+        maker = functools.partial(_call_unpickled, _travelling(source, env.env_name))
+    else:
+        spec = getattr(env.env, "spec", None)
         try:
-            source = functools.partial(pickle.loads, pickle.dumps(env.env))
-        except Exception as error:
-            spec = getattr(env.env, "spec", None)
+            maker = functools.partial(pickle.loads, _travelling(env.env, env.env_name))
+        except TypeError:
             if spec is None or spec.id not in gym.registry:
-                raise TypeError(
-                    f"env {env.env_name!r} cannot be sent to another process: it cannot be pickled ({error}) and is not "
-                    f"registered. Give Arguments.env an env id, or a function defined at the top level of a module "
-                    f"(not a lambda) that makes the env, e.g. Arguments(env=make_my_env)") from error
-            source = spec.id
-    recipe = functools.partial(_remake_env, source, env.target_return, env._own_limit, env._make_kwargs)
+                raise
+            maker = spec.id
+    return functools.partial(_remake_env, maker, env.target_return, env._own_limit, _travelling(env._make_kwargs, env.env_name))
+
+
+def _travelling(thing: Any, env_name: str) -> bytes:
+    """`thing` pickled so that another process can unpickle it (by value where it cannot be imported there)."""
+    import cloudpickle  # a dependency of gymnasium
+
     try:
-        pickle.dumps(recipe)
+        return cloudpickle.dumps(thing)
     except Exception as error:
         raise TypeError(
-            f"env {env.env_name!r} cannot be sent to another process: its maker {source!r} cannot be pickled ({error}). "
-            f"Use a function defined at the top level of a module (not a lambda or a nested function), or an env id") from error
-    return recipe
+            f"env {env_name!r} cannot be sent to another process: {thing!r} cannot be pickled ({type(error).__name__}: {error}). "
+            f"Give Arguments.env an env id, or a function that makes the env, e.g. Arguments(env=make_my_env)") from error
 
 
-def _remake_env(source: str | Callable[[], Any], target_return: float, max_step: int | None, make_kwargs: dict) -> PreprocessEnv:
+def _call_unpickled(data: bytes) -> Any:
+    return pickle.loads(data)()
+
+
+def _remake_env(source: str | Callable[[], Any], target_return: float, max_step: int | None, make_kwargs: bytes) -> PreprocessEnv:
+    make_kwargs = pickle.loads(make_kwargs)
     env = PreprocessEnv(source, target_return, max_step, **make_kwargs) if isinstance(source, str) else source()
     if not isinstance(env, PreprocessEnv):
         env = PreprocessEnv(env, max_step=max_step)

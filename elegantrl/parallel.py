@@ -19,6 +19,7 @@ processes, so a process that raises or dies ends the run with its story instead 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import multiprocessing
@@ -27,8 +28,10 @@ import pickle
 import queue
 import signal
 import sys
+import threading
 import time
 import traceback
+from collections.abc import Iterator
 from typing import Any, Callable
 
 import torch
@@ -134,7 +137,8 @@ def _child_setup(num_threads: int) -> Any:
 
 
 def _report_failure(outbox: Any, name: str) -> None:
-    outbox.put(("error", name, traceback.format_exc()))
+    error = sys.exc_info()[1]
+    outbox.put(("error", name, traceback.format_exc(), type(error).__name__, str(error)))
     outbox.close()
     outbox.join_thread()  # the message is in the pipe before the process exits
 
@@ -246,33 +250,49 @@ class Processes:
     def start(self, name: str, target: Callable, *args: Any) -> None:
         """Starts a child with SIGINT ignored from its first instruction (it would kill it mid-import otherwise)."""
         process = self.context.Process(target=target, args=args, name=f"elegantrl {name}")
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited through exec: Python keeps an ignored SIGINT
-        try:
+        with signals_ignored(signal.SIGINT):  # inherited through exec: Python keeps an ignored SIGINT
             process.start()
-        finally:
-            signal.signal(signal.SIGINT, previous)
         self.children[name] = process
+
+    def wait_started(self) -> None:
+        """Waits until every child has built its env and agent, reporting any that fails meanwhile."""
+        waited = 0.0
+        while len(self.started) < len(self.children):
+            for inbox in (self.ready, self.results):
+                if self.receive(inbox, block=False) is not None:
+                    raise RuntimeError("a process sent a message before the run began")
+            time.sleep(0.05)
+            waited += 0.05
+            if waited > STALL_SECONDS:
+                raise WorkerError(f"{', '.join(sorted(set(self.children) - self.started))} did not start in {STALL_SECONDS:.0f} s")
 
     def receive(self, inbox: Any, block: bool = True) -> tuple | None:
         """The next message of `inbox` (None if not `block` and there is none), checking on the children while waiting."""
         waited = 0.0
         while True:
+            self.check_alive()  # every time, not only after silence: another process may be the one that died
             try:
                 message = inbox.get(timeout=POLL_SECONDS) if block else inbox.get_nowait()
             except queue.Empty:
                 if not block:
                     return None
-                self.check_alive()
                 waited += POLL_SECONDS
                 if waited > STALL_SECONDS:
                     raise WorkerError(f"no process reported for {STALL_SECONDS:.0f} s: an env step may hang. {kept_sentence(self.cwd)}") from None
                 continue
             if message[0] == "error":
-                raise WorkerError(f"{message[1]} failed, so training stopped. {kept_sentence(self.cwd)}Its traceback:\n{message[2]}")
+                self.raise_error(message)
             if message[0] == "started":
                 self.started.add(message[1])
                 continue
             return message
+
+    def raise_error(self, message: tuple) -> None:
+        """Raises what a child reported: the env's own NaN as FloatingPointError, anything else as WorkerError."""
+        _, name, trace, kind, text = message
+        if kind == "FloatingPointError":
+            raise FloatingPointError(f"{name}: {text}")
+        raise WorkerError(f"{name} failed, so training stopped. {kept_sentence(self.cwd)}Its traceback:\n{trace}")
 
     def check_alive(self) -> None:
         """Raises WorkerError for a child that exited, after reading any error it sent first."""
@@ -285,7 +305,7 @@ class Processes:
                 except queue.Empty:
                     continue
                 if message[0] == "error":
-                    raise WorkerError(f"{message[1]} failed, so training stopped. {kept_sentence(self.cwd)}Its traceback:\n{message[2]}")
+                    self.raise_error(message)
             hint = ("" if name in self.started else
                     " while starting. A script that calls train_and_evaluate_mp must do so under "
                     "`if __name__ == \"__main__\":` (each process starts by importing the script), and its env must be "
@@ -293,22 +313,44 @@ class Processes:
             raise WorkerError(f"{name} died ({describe_exit(process.exitcode)}){hint}; training stopped. {kept_sentence(self.cwd)}".rstrip())
 
     def shutdown(self, grace: float) -> None:
-        """Asks every child to stop, waits up to `grace` seconds, then terminates and kills: no orphans."""
+        """Asks every child to stop, waits up to `grace` seconds, then terminates and kills: no orphans.
+
+        A second Ctrl-C or a SIGTERM meanwhile cuts the grace short, never the clean-up.
+        """
         self.stop.set()
-        for commands in self.commands:
-            commands.put(None)
         for inbox in [*self.commands, self.ready, self.results]:
             inbox.cancel_join_thread()  # never wait at exit to flush a queue whose reader is gone
-        deadline = time.monotonic() + grace
-        for process in self.children.values():
-            process.join(max(0.0, deadline - time.monotonic()))
-        for process in self.children.values():
-            if process.is_alive():
-                process.terminate()
-                process.join(2.0)
-            if process.is_alive():
-                process.kill()
-                process.join()
+        try:
+            for commands in self.commands:
+                commands.put(None)
+            deadline = time.monotonic() + grace
+            for process in self.children.values():
+                process.join(max(0.0, deadline - time.monotonic()))
+        except KeyboardInterrupt:
+            pass
+        finally:
+            with signals_ignored(signal.SIGINT, signal.SIGTERM):
+                for process in self.children.values():
+                    if process.is_alive():
+                        process.terminate()
+                        process.join(2.0)
+                    if process.is_alive():
+                        process.kill()
+                        process.join()
+
+
+@contextlib.contextmanager
+def signals_ignored(*signals: int) -> Iterator[None]:
+    """Ignores `signals` within the block, where this thread may (the main thread's)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = [signal.signal(number, signal.SIG_IGN) for number in signals]
+    try:
+        yield
+    finally:
+        for number, handler in zip(signals, previous):
+            signal.signal(number, handler)
 
 
 def _check_not_bootstrapping() -> None:
@@ -322,31 +364,36 @@ def _check_not_bootstrapping() -> None:
 def train_multiprocess(args: Arguments) -> AgentBase:
     """`elegantrl.run.train_and_evaluate_mp`: see its docstring and the module docstring."""
     _check_not_bootstrapping()
-    args.init_before_training()
+    args.check()
     if args.if_async_workers and args.if_on_policy:
         raise ValueError(f"if_async_workers=True, but {type(args.agent).__name__} learns on-policy: every rollout of a round "
                          f"must come from the same weights. Leave if_async_workers=False")
     recipes = env_recipe(args.env), env_recipe(args.eval_env or args.env)  # an env that cannot travel is refused here
     blueprint = pickle.dumps(args.agent)  # before init: the workers build their own networks
+    args.prepare_cwd()
     seed = build_agent(args)
-    write_config(args)
-    if args.if_print:
-        mode = "asynchronous" if args.if_async_workers else "lockstep"
-        print(f"  {args.rollout_num} exploration workers × {args.num_envs} envs ({mode}), a learner and an Evaluator process")
     learner = Learner(args, seed)
-    try:
-        with stop_on_sigterm(), torch_threads(args.num_threads):
-            learner.start(recipes, blueprint)
-            learner.run()
-    except KeyboardInterrupt as stop:
-        stopped_by = "SIGTERM" if isinstance(stop, Terminated) else "Ctrl-C"
-        print(f"\nstopped by {stopped_by} at env step {args.agent.total_steps:,d}. {kept_sentence(args.cwd)}", flush=True)
-        raise
-    finally:
-        learner.processes.shutdown(grace=10.0)
-        if os.path.isfile(learner.clock.csv_path):
-            learner.clock.resume(args.agent.total_steps)  # the record the Evaluator wrote, for the curve
-        save_run(args, args.agent, learner.clock)
+    with stop_on_sigterm():
+        try:
+            with torch_threads(args.num_threads):
+                learner.start(recipes, blueprint)
+                write_config(args)  # once every process has started: a failed start leaves no run behind
+                if args.if_print:
+                    mode = "asynchronous" if args.if_async_workers else "lockstep"
+                    print(f"  {args.rollout_num} exploration workers × {args.num_envs} envs ({mode}), a learner and an "
+                          f"Evaluator process, started in {learner.startup_seconds:.1f} s", flush=True)
+                learner.run()
+        except KeyboardInterrupt as stop:
+            stopped_by = "SIGTERM" if isinstance(stop, Terminated) else "Ctrl-C"
+            print(f"\nstopped by {stopped_by} at env step {args.agent.total_steps:,d}. {kept_sentence(args.cwd)}", flush=True)
+            raise
+        finally:
+            learner.processes.shutdown(grace=10.0)
+            if learner.startup_seconds is not None:
+                with signals_ignored(signal.SIGINT, signal.SIGTERM):  # saving is short and must not be torn
+                    if os.path.isfile(learner.clock.csv_path):
+                        learner.clock.resume(args.agent.total_steps)  # the record the Evaluator wrote, for the curve
+                    save_run(args, args.agent, learner.clock)
     return load_best_actor(args, args.agent, learner.clock.best_return)
 
 
@@ -368,8 +415,7 @@ class Learner:
         self.slots = [[shared_rollout(horizon, args.num_envs, agent.state_dim, agent.action_dim, agent.if_discrete)
                        for _ in range(2 if args.if_async_workers else 1)] for _ in range(args.rollout_num)]
         self.clock = Evaluator(args.cwd, None, args.eval_gap, 0, 0, args.target_return, seed, False)  # the learner's clock and record
-        if args.if_resume:
-            self.clock.resume(agent.total_steps)
+        self.startup_seconds: float | None = None  # set once every process has started
         self.next_eval_step = (agent.total_steps // args.eval_gap + 1) * args.eval_gap
         self.buffer = agent.make_buffer(args.max_memo)
         self.reached = False
@@ -396,6 +442,12 @@ class Learner:
             processes.start(f"worker {index}", worker_main, index, recipes[0], blueprint, child_init, args.num_envs,
                             args.if_async_envs, self.seed + WORKER_SEED_OFFSET * (index + 1), args.num_threads, args.cwd,
                             self.weights, self.slots[index], processes.commands[index], processes.ready)
+        begin = time.perf_counter()
+        processes.wait_started()
+        self.startup_seconds = time.perf_counter() - begin
+        self.clock.start_time = time.perf_counter()  # training time: process start-up is not training
+        if args.if_resume:
+            self.clock.resume(agent.total_steps)
 
     def run(self) -> None:
         """Trains until the budget is spent or (with `if_allow_break`) the Evaluator reports the target reached,

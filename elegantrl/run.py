@@ -7,6 +7,7 @@ import contextlib
 import csv
 import dataclasses
 import difflib
+import importlib
 import inspect
 import json
 import math
@@ -97,6 +98,11 @@ class Arguments:
         Raises TypeError or ValueError with the fix in the message. Deletes nothing unless
         ``if_remove`` is set.
         """
+        self.check()
+        self.prepare_cwd()
+
+    def check(self) -> None:
+        """`init_before_training` without touching the disk: validates, wraps the env, fills the defaults."""
         if self.agent is None:
             raise ValueError("Arguments.agent is not set: use e.g. Arguments(agent=AgentD3QN(), env='CartPole-v1')")
         if isinstance(self.agent, type) and issubclass(self.agent, AgentBase):
@@ -135,7 +141,11 @@ class Arguments:
             torch.device(self.device)
         except RuntimeError as error:
             raise ValueError(f"Arguments.device {self.device!r} is not a torch device; use e.g. 'cpu' or 'cuda:0'") from error
-        self._prepare_cwd()
+        if self.if_tensorboard:
+            try:
+                importlib.import_module("torch.utils.tensorboard")
+            except ImportError as error:
+                raise ImportError("if_tensorboard needs the tensorboard package: pip install 'elegantrl[tensorboard]'") from error
 
     def _check_agent_fits_env(self) -> None:
         agent_name, env = type(self.agent).__name__, self.env
@@ -183,7 +193,8 @@ class Arguments:
         if self.max_memo is not None and self.batch_size > self.max_memo:
             raise ValueError(f"Arguments.batch_size ({self.batch_size}) exceeds max_memo ({self.max_memo}); lower batch_size or raise max_memo")
 
-    def _prepare_cwd(self) -> None:
+    def prepare_cwd(self) -> None:
+        """Chooses and creates the run folder, or checks that the run to resume is there."""
         if self.if_resume:
             self._check_resumable()
             return
@@ -724,6 +735,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if_multiprocess = options["rollout_num"] is not None
         if not if_multiprocess:
+            if options["if_async_workers"]:
+                raise ValueError("--async-workers needs --rollout-num N: it is a setting of the worker processes")
             del options["rollout_num"]
         args = Arguments(agent=agent_class(), env=PreprocessEnv(env_id), **options)
         (train_and_evaluate_mp if if_multiprocess else train_and_evaluate)(args)

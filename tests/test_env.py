@@ -316,3 +316,21 @@ def test_an_env_recipe_survives_pickling_and_makes_the_same_env_again():
         assert (copy.env_name, copy.state_dim, copy.action_dim, copy.if_discrete, copy.max_step, copy.target_return) == \
                (env.env_name, env.state_dim, env.action_dim, env.if_discrete, env.max_step, env.target_return)
         assert copy is not env
+
+
+class NoRewardEnv(PreprocessEnv):
+    """A PreprocessEnv subclass that changes what the agent sees: its behaviour must reach other processes."""
+
+    def step(self, action):
+        state, _, terminated, truncated, info = super().step(action)
+        return state, 0.0, terminated, truncated, info
+
+
+def test_an_env_recipe_keeps_a_preprocess_env_subclass():
+    import pickle
+
+    from elegantrl.env import env_recipe
+
+    copy = pickle.loads(pickle.dumps(env_recipe(NoRewardEnv("CartPole-v1"))))()
+    copy.reset(seed=0)
+    assert type(copy) is NoRewardEnv and copy.step(0)[1] == 0.0

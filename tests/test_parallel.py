@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import gymnasium as gym
@@ -154,11 +155,75 @@ def test_a_worker_killed_by_sigkill_is_reported_not_waited_for(tmp_path):
         train_and_evaluate_mp(args)
 
 
+class LockedEnv(gym.Env):
+    """An env holding a lock, which no process can pickle, and with no registered spec."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self):
+        self.lock = threading.Lock()
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, np.float32), 0.0, False, False, {}
+
+
 @pytest.mark.timeout(90)
-def test_an_env_that_cannot_reach_another_process_is_refused_before_training(tmp_path):
-    args = Arguments(agent=AgentD3QN(), env=lambda: gym.make("CartPole-v1"), cwd=str(tmp_path / "run"), **TINY)
-    with pytest.raises(TypeError, match="top level of a module"):
+def test_an_env_that_cannot_reach_another_process_is_refused_before_anything_is_written(tmp_path):
+    args = Arguments(agent=AgentD3QN(), env=PreprocessEnv(LockedEnv(), max_step=100), cwd=str(tmp_path / "run"), **TINY)
+    with pytest.raises(TypeError, match="cannot be sent to another process.*an env id, or a function that makes the env"):
         train_and_evaluate_mp(args)
+    assert not (tmp_path / "run").exists()
+
+
+class SelfKillingEvalCartPole(gym.Wrapper):
+    """CartPole that kills its own process on its 30th step: as the eval env, it takes the Evaluator down."""
+
+    def __init__(self):
+        super().__init__(gym.make("CartPole-v1"))
+        self.steps = 0
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps >= 30:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return self.env.step(action)
+
+
+@pytest.mark.timeout(90)
+def test_a_killed_evaluator_is_reported_at_once_not_at_the_end_of_the_budget(tmp_path):
+    args = Arguments(agent=AgentD3QN(), env="CartPole-v1", eval_env=SelfKillingEvalCartPole, cwd=str(tmp_path),
+                     break_step=10_000_000, if_allow_break=False, **TINY)
+    with pytest.raises(WorkerError, match=r"the Evaluator died \(signal SIGKILL\)"):
+        train_and_evaluate_mp(args)
+    assert torch.load(tmp_path / "agent.pth", weights_only=True)["total_steps"] < 200_000
+
+
+@pytest.mark.timeout(120)
+def test_an_env_class_defined_under_the_main_guard_reaches_the_workers(tmp_path):
+    # as in a notebook, the class cannot be imported by the workers: it travels by value
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import gymnasium as gym\n"
+        "from elegantrl.agent import AgentD3QN\n"
+        "from elegantrl.run import Arguments, train_and_evaluate_mp\n"
+        "if __name__ == '__main__':\n"
+        "    class ZeroRewardCartPole(gym.Wrapper):\n"
+        "        def __init__(self):\n"
+        "            super().__init__(gym.make('CartPole-v1'))\n"
+        "        def step(self, action):\n"
+        "            state, reward, terminated, truncated, info = self.env.step(action)\n"
+        "            return state, 0.0, terminated, truncated, info\n"
+        f"    train_and_evaluate_mp(Arguments(agent=AgentD3QN(), env=ZeroRewardCartPole, cwd={str(tmp_path / 'run')!r}, net_dim=16,\n"
+        "        break_step=1024, warmup_steps=256, eval_gap=512, eval_times1=1, eval_times2=0, rollout_num=2, if_print=False))\n"
+    )
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=100)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert {float(row["return_mean"]) for row in read_record(str(tmp_path / "run"))} == {0.0}  # the workers' env was the user's
 
 
 @pytest.mark.timeout(120)
