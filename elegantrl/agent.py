@@ -70,10 +70,9 @@ def _is_count(value: Any) -> bool:
 class AgentBase:
     """What every agent has: networks, acting, exploring, the state statistics and the checkpoint.
 
-    How an agent learns is its family's: `AgentOffPolicy` (a replay buffer and TD targets) or
-    `AgentOnPolicy` (rollouts, GAE and policy-gradient epochs). A family base makes its own storage
-    (`make_buffer`) and learns from it (`update_net`); the trainers call only these two and
-    `explore_env`, so they never ask which family an agent belongs to.
+    How it learns is its family's: `AgentOffPolicy` (replay, TD targets) or `AgentOnPolicy` (rollouts,
+    GAE, policy-gradient epochs), each making its own storage (`make_buffer`) and learning from it
+    (`update_net`). The trainers call only these and `explore_env`, never asking for the family.
 
     Class attributes a subclass sets:
         ClassCri, ClassAct: network classes of the critic and the actor. ``ClassAct = None``
@@ -88,19 +87,9 @@ class AgentBase:
     if_off_policy: bool = True  # set by the family base; Arguments checks if_on_policy against it
     arg_defaults: dict[str, Any] = {}
 
-    def init(
-        self,
-        net_dim: int,
-        state_dim: int,
-        action_dim: int,
-        learning_rate: float = 1e-3,
-        gamma: float = 0.99,
-        reward_scale: float = 1.0,
-        batch_size: int = 128,
-        repeat_times: float = 1.0,
-        soft_update_tau: float = 5e-3,
-        device: str | torch.device = "cpu",
-    ) -> None:
+    def init(self, net_dim: int, state_dim: int, action_dim: int, learning_rate: float = 1e-3, gamma: float = 0.99,
+             reward_scale: float = 1.0, batch_size: int = 128, repeat_times: float = 1.0, soft_update_tau: float = 5e-3,
+             device: str | torch.device = "cpu") -> None:
         """Builds networks and optimizers and stores the training settings (see `Arguments`)."""
         self.state_dim, self.action_dim = state_dim, action_dim
         self.gamma, self.reward_scale = gamma, reward_scale
@@ -304,17 +293,10 @@ class AgentOffPolicy(AgentBase):
 
     def init(self, *args: Any, **kwargs: Any) -> None:
         super().init(*args, **kwargs)
-        self.critic_target = self._frozen_copy(self.critic)
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.actor_target: nn.Module | None = None  # for agents whose TD target uses a target actor
         self._update_credit = 0.0  # fractional gradient steps carried to the next update_net
         self.update_count = 0  # critic gradient steps so far
-
-    @staticmethod
-    def _frozen_copy(net: nn.Module) -> nn.Module:
-        target = copy.deepcopy(net)
-        for param in target.parameters():
-            param.requires_grad_(False)
-        return target
 
     def make_buffer(self, max_memo: int) -> ReplayBuffer:
         return ReplayBuffer(max_memo, self.state_dim, self.action_dim, self.if_discrete, self.device)
@@ -545,7 +527,7 @@ class AgentDDPG(AgentOffPolicy):
 
     def init(self, *args: Any, **kwargs: Any) -> None:
         super().init(*args, **kwargs)
-        self.actor_target = self._frozen_copy(self.actor)
+        self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
         self.ou_state = torch.zeros(self.action_dim, device=self.device)
 
     def select_action(self, state: torch.Tensor) -> torch.Tensor:

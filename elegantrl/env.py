@@ -233,11 +233,8 @@ class PreprocessEnv(gym.Env):
         getattr(self.env, "close", lambda: None)()
 
     def __repr__(self) -> str:
-        kind = "discrete" if self.if_discrete else "continuous"
-        return (
-            f"PreprocessEnv({self.env_name}, state_dim={self.state_dim}, action_dim={self.action_dim} "
-            f"{kind}, max_step={self.max_step}, target_return={self.target_return})"
-        )
+        return (f"PreprocessEnv({self.env_name}, state_dim={self.state_dim}, action_dim={self.action_dim} "
+                f"{'discrete' if self.if_discrete else 'continuous'}, max_step={self.max_step}, target_return={self.target_return})")
 
 
 def clone_env(env: PreprocessEnv, fix: str = "Pass one: Arguments(eval_env=PreprocessEnv(...))") -> PreprocessEnv:
@@ -260,13 +257,12 @@ def clone_env(env: PreprocessEnv, fix: str = "Pass one: Arguments(eval_env=Prepr
 
 
 def env_recipe(env: PreprocessEnv) -> Callable[[], PreprocessEnv]:
-    """A zero-argument function that makes `env` again, for another process; it survives pickling.
+    """A zero-argument function that makes `env` again in another process; it survives pickling.
 
-    The env is rebuilt from its `source` (an env id, or the function that made it); else from a
-    pickled copy of the wrapped env, or of the whole `PreprocessEnv` for a subclass of it (whose
-    own behaviour must travel too); else from its registered spec. Functions and classes travel by
-    value where they cannot be imported (a notebook, a lambda, the body of a script's main guard).
-    Raises TypeError naming the fix when none of these can cross a process boundary.
+    From its `source` (an env id or the function that made it); else from a pickled copy of the
+    wrapped env (of the whole env for a `PreprocessEnv` subclass, whose behaviour must travel too);
+    else from its registered spec. What cannot be imported there (a notebook's class, a lambda)
+    travels by value. Raises TypeError naming the fix when nothing can cross.
     """
     if type(env) is not PreprocessEnv:
         return functools.partial(pickle.loads, _travelling(env, env.env_name))
@@ -303,8 +299,7 @@ def _call_unpickled(data: bytes) -> Any:
 
 
 def _remake_env(source: str | Callable[[], Any], target_return: float, max_step: int | None, make_kwargs: bytes) -> PreprocessEnv:
-    make_kwargs = pickle.loads(make_kwargs)
-    env = PreprocessEnv(source, target_return, max_step, **make_kwargs) if isinstance(source, str) else source()
+    env = PreprocessEnv(source, target_return, max_step, **pickle.loads(make_kwargs)) if isinstance(source, str) else source()
     if not isinstance(env, PreprocessEnv):
         env = PreprocessEnv(env, max_step=max_step)
         env.source = source
@@ -552,35 +547,3 @@ class StockTradingEnv(gym.Env):
         self.day += 1
         reward = (self.total_assets() - before) * self.reward_scale
         return self._state(), reward, False, self.day >= self.max_step, {"total_assets": self.total_assets()}
-
-
-def draw_cumulative_return(act: Any, env: StockTradingEnv, path: str) -> tuple[float, float]:
-    """Plays `act` (a function of the state, e.g. ``agent.act``) over `env`'s period and draws its
-    cumulative return against equal-weight buy-and-hold into the PNG `path`.
-
-    Returns (the policy's return, buy-and-hold's return) over the period, as fractions.
-    """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    state, _ = env.reset()
-    assets, done = [env.total_assets()], False
-    while not done:
-        state, _, terminated, truncated, info = env.step(act(state))
-        assets.append(info["total_assets"])
-        done = terminated or truncated
-    policy = np.array(assets) / assets[0] - 1.0
-    hold = (env.prices[: len(assets)] / env.prices[0]).mean(axis=1) - 1.0
-    figure = Figure(figsize=(8, 4.5))
-    FigureCanvasAgg(figure)
-    ax = figure.add_subplot()
-    ax.plot(policy * 100, label="policy")
-    ax.plot(hold * 100, label="buy and hold (equal weights)")
-    ax.set_xlabel("trading day")
-    ax.set_ylabel("cumulative return (%)")
-    ax.set_title("StockTradingEnv on a SYNTHETIC market")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    return float(policy[-1]), float(hold[-1])

@@ -19,7 +19,6 @@ processes, so a process that raises or dies ends the run with its story instead 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import multiprocessing
@@ -28,10 +27,8 @@ import pickle
 import queue
 import signal
 import sys
-import threading
 import time
 import traceback
-from collections.abc import Iterator
 from typing import Any, Callable
 
 import torch
@@ -51,9 +48,10 @@ from elegantrl.run import (
     check_finite,
     kept_sentence,
     load_best_actor,
+    raise_terminated,
     round_plan,
     save_run,
-    stop_on_sigterm,
+    signal_handlers,
     store_and_update,
     torch_threads,
     write_config,
@@ -65,14 +63,11 @@ POLL_SECONDS = 0.5
 
 
 class SharedWeights:
-    """A network's ``state_dict`` in shared memory with a version number, written by the learner
-    and read by other processes.
+    """A network's ``state_dict`` in shared memory with a version number (n: the n-th publication),
+    written by the learner, read by other processes, with `meta`, a small JSON-able dict.
 
-    A sequence lock, not a mutex: the learner makes `sequence` odd while it writes and even again
-    after; a reader copies and retries if the sequence moved. So a reader killed mid-read (SIGKILL,
-    the OOM killer) can never leave the learner waiting on a lock it held. Version n is the n-th
-    publication; 0 means none yet. `meta` is a small JSON-able dict published with the weights
-    (the Evaluator's step and figures).
+    A sequence lock, not a mutex: `sequence` is odd while the learner writes; a reader copies and
+    retries if it moved. A reader killed mid-read can never leave the learner waiting on a lock.
     """
 
     def __init__(self, module: nn.Module, meta_bytes: int = 0):
@@ -151,7 +146,7 @@ def worker_main(index: int, recipe: Callable[[], PreprocessEnv], blueprint: byte
     env = None
     try:
         parent = _child_setup(num_threads)
-        torch.manual_seed(seed)
+        torch.manual_seed(seed)  # the exploration noise; the envs are seeded by reset_exploration
         env = recipe()
         explore_env = build_vector_env(env, num_envs, if_async_envs) if num_envs > 1 else env
         agent: AgentBase = pickle.loads(blueprint)
@@ -160,9 +155,14 @@ def worker_main(index: int, recipe: Callable[[], PreprocessEnv], blueprint: byte
         ready.put(("started", name))
         version = 0
         while True:
-            command = _next_command(commands, parent)
+            try:
+                command = commands.get(timeout=POLL_SECONDS)
+            except queue.Empty:  # stop by itself when the learner is gone: no orphans
+                command = () if parent is None or parent.is_alive() else None
             if command is None:
                 break
+            if not command:
+                continue
             slot_index, horizon, if_random, total_steps = command
             fetched = weights.fetch(agent.actor, version)
             version = fetched[0] if fetched else version
@@ -178,16 +178,6 @@ def worker_main(index: int, recipe: Callable[[], PreprocessEnv], blueprint: byte
     except BaseException:
         _report_failure(ready, name)
         sys.exit(1)
-
-
-def _next_command(commands: Any, parent: Any) -> tuple | None:
-    """The learner's next command, or None to stop (asked to, or the learner is gone)."""
-    while True:
-        try:
-            return commands.get(timeout=POLL_SECONDS)
-        except queue.Empty:
-            if parent is not None and not parent.is_alive():
-                return None
 
 
 def evaluator_main(recipe: Callable[[], PreprocessEnv], blueprint: bytes, init_kwargs: dict[str, Any],
@@ -225,16 +215,6 @@ def evaluator_main(recipe: Callable[[], PreprocessEnv], blueprint: bytes, init_k
 # ---- the learner -----------------------------------------------------------------------------
 
 
-def describe_exit(exitcode: int) -> str:
-    """'exit status 1', or 'signal SIGKILL' for a process killed by a signal."""
-    if exitcode < 0:
-        try:
-            return f"signal {signal.Signals(-exitcode).name}"
-        except ValueError:
-            return f"signal {-exitcode}"
-    return f"exit status {exitcode}"
-
-
 class Processes:
     """The learner's view of its children: starts them, receives their messages, notices their death."""
 
@@ -250,20 +230,18 @@ class Processes:
     def start(self, name: str, target: Callable, *args: Any) -> None:
         """Starts a child with SIGINT ignored from its first instruction (it would kill it mid-import otherwise)."""
         process = self.context.Process(target=target, args=args, name=f"elegantrl {name}")
-        with signals_ignored(signal.SIGINT):  # inherited through exec: Python keeps an ignored SIGINT
+        with signal_handlers({signal.SIGINT: signal.SIG_IGN}):  # inherited through exec: Python keeps an ignored SIGINT
             process.start()
         self.children[name] = process
 
     def wait_started(self) -> None:
         """Waits until every child has built its env and agent, reporting any that fails meanwhile."""
-        waited = 0.0
+        deadline = time.monotonic() + STALL_SECONDS
         while len(self.started) < len(self.children):
             for inbox in (self.ready, self.results):
-                if self.receive(inbox, block=False) is not None:
-                    raise RuntimeError("a process sent a message before the run began")
+                self.receive(inbox, block=False)  # takes in "started": nothing else comes before the first command
             time.sleep(0.05)
-            waited += 0.05
-            if waited > STALL_SECONDS:
+            if time.monotonic() > deadline:
                 raise WorkerError(f"{', '.join(sorted(set(self.children) - self.started))} did not start in {STALL_SECONDS:.0f} s")
 
     def receive(self, inbox: Any, block: bool = True) -> tuple | None:
@@ -306,11 +284,11 @@ class Processes:
                     continue
                 if message[0] == "error":
                     self.raise_error(message)
-            hint = ("" if name in self.started else
-                    " while starting. A script that calls train_and_evaluate_mp must do so under "
-                    "`if __name__ == \"__main__\":` (each process starts by importing the script), and its env must be "
-                    "importable from a module")
-            raise WorkerError(f"{name} died ({describe_exit(process.exitcode)}){hint}; training stopped. {kept_sentence(self.cwd)}".rstrip())
+            code = process.exitcode
+            how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+            hint = ("" if name in self.started else " while starting. A script that calls train_and_evaluate_mp must do so "
+                    "under `if __name__ == \"__main__\":`, since each process starts by importing the script")
+            raise WorkerError(f"{name} died ({how}){hint}; training stopped. {kept_sentence(self.cwd)}".rstrip())
 
     def shutdown(self, grace: float) -> None:
         """Asks every child to stop, waits up to `grace` seconds, then terminates and kills: no orphans.
@@ -329,7 +307,7 @@ class Processes:
         except KeyboardInterrupt:
             pass
         finally:
-            with signals_ignored(signal.SIGINT, signal.SIGTERM):
+            with signal_handlers(dict.fromkeys((signal.SIGINT, signal.SIGTERM), signal.SIG_IGN)):
                 for process in self.children.values():
                     if process.is_alive():
                         process.terminate()
@@ -337,20 +315,6 @@ class Processes:
                     if process.is_alive():
                         process.kill()
                         process.join()
-
-
-@contextlib.contextmanager
-def signals_ignored(*signals: int) -> Iterator[None]:
-    """Ignores `signals` within the block, where this thread may (the main thread's)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = [signal.signal(number, signal.SIG_IGN) for number in signals]
-    try:
-        yield
-    finally:
-        for number, handler in zip(signals, previous):
-            signal.signal(number, handler)
 
 
 def _check_not_bootstrapping() -> None:
@@ -373,7 +337,7 @@ def train_multiprocess(args: Arguments) -> AgentBase:
     args.prepare_cwd()
     seed = build_agent(args)
     learner = Learner(args, seed)
-    with stop_on_sigterm():
+    with signal_handlers({signal.SIGTERM: raise_terminated}):
         try:
             with torch_threads(args.num_threads):
                 learner.start(recipes, blueprint)
@@ -390,7 +354,7 @@ def train_multiprocess(args: Arguments) -> AgentBase:
         finally:
             learner.processes.shutdown(grace=10.0)
             if learner.startup_seconds is not None:
-                with signals_ignored(signal.SIGINT, signal.SIGTERM):  # saving is short and must not be torn
+                with signal_handlers(dict.fromkeys((signal.SIGINT, signal.SIGTERM), signal.SIG_IGN)):  # short, and must not be torn
                     if os.path.isfile(learner.clock.csv_path):
                         learner.clock.resume(args.agent.total_steps)  # the record the Evaluator wrote, for the curve
                     save_run(args, args.agent, learner.clock)
@@ -450,18 +414,14 @@ class Learner:
             self.clock.resume(agent.total_steps)
 
     def run(self) -> None:
-        """Trains until the budget is spent or (with `if_allow_break`) the Evaluator reports the target reached,
-        then has the final policy evaluated."""
+        """Trains until the budget is spent or the target is reached (`if_allow_break`), then evaluates the final policy."""
         self.run_rounds()
         if not (self.reached and self.args.if_allow_break):
             self._final_evaluation()
 
     def run_rounds(self) -> None:
         """The rounds of exploring and learning, lockstep or asynchronous, without the final evaluation."""
-        if self.args.if_async_workers:
-            self._run_async()
-        else:
-            self._run_lockstep()
+        (self._run_async if self.args.if_async_workers else self._run_lockstep)()
 
     def _run_lockstep(self) -> None:
         args, agent = self.args, self.agent
@@ -473,10 +433,8 @@ class Learner:
             is_first = False
             for commands in self.processes.commands:
                 commands.put((0, horizon, if_random, agent.total_steps))
-            received: dict[int, int] = {}
-            while len(received) < args.rollout_num:
-                _, index, slot_index, steps = self.processes.receive(self.processes.ready)
-                received[index] = steps
+            for _ in range(args.rollout_num):
+                self.processes.receive(self.processes.ready)
             rollouts = [self._view(index, 0, horizon) for index in range(args.rollout_num)]  # worker order: one seed, one curve
             self._learn(rollouts, if_update)
 
@@ -528,18 +486,14 @@ class Learner:
             self._hand_off(logs)
 
     def _hand_off(self, logs: dict[str, float]) -> None:
-        """Checkpoints the agent and gives the Evaluator the newest actor; never waits for it."""
-        for name, value in logs.items():
-            if not math.isfinite(value):
-                raise FloatingPointError(f"training diverged at env step {self.agent.total_steps}: {name} is {value}. "
-                                         f"{kept_sentence(self.args.cwd)}Try a lower learning_rate or reward_scale.")
+        """Checkpoints the agent and gives the Evaluator the newest actor (which checks the figures); never waits for it."""
         self.agent.save_or_load_agent(self.args.cwd, if_save=True)
         meta = {"step": self.agent.total_steps, "seconds": self.clock.train_seconds, "logs": logs}
         self.last_snapshot = (self.snapshot.publish(self.agent.actor, meta), self.agent.total_steps)
 
     def _read_results(self) -> None:
         while (message := self.processes.receive(self.processes.results, block=False)) is not None:
-            _, version, step, reached, best_return = message
+            _, _, step, reached, _ = message
             if reached and not self.reached:
                 self.reached = True
                 if self.args.if_print:
@@ -549,8 +503,5 @@ class Learner:
         """Evaluates the final policy (if not yet handed off) and waits until the Evaluator has recorded it."""
         if self.last_snapshot is None or self.last_snapshot[1] != self.agent.total_steps:
             self._hand_off(self.logs)
-        version = self.last_snapshot[0]
-        while True:
-            _, evaluated, step, reached, best_return = self.processes.receive(self.processes.results)
-            if evaluated >= version:
-                return
+        while self.processes.receive(self.processes.results)[1] < self.last_snapshot[0]:
+            pass

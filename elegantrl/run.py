@@ -277,11 +277,9 @@ class Evaluator:
         self.csv_path = os.path.join(cwd, "recorder.csv")
         self.fields: list[str] = []  # the CSV's columns; a figure first logged later widens them
         self.writer = None  # TensorBoard: the same figures as the CSV, under cwd/tensorboard
-        if if_tensorboard:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-            except ImportError as error:
-                raise ImportError("if_tensorboard needs the tensorboard package: pip install 'elegantrl[tensorboard]'") from error
+        if if_tensorboard:  # Arguments.check has said how to install it where it is missing
+            from torch.utils.tensorboard import SummaryWriter
+
             self.writer = SummaryWriter(os.path.join(cwd, "tensorboard"))
 
     def resume(self, total_steps: int) -> None:
@@ -480,12 +478,9 @@ def write_config(args: Arguments) -> None:
 
 
 def round_plan(args: Arguments, total_steps: int, width: int, is_first: bool) -> tuple[int, bool, bool]:
-    """The next round for `width` envs stepped at once: (horizon, if_random, if_update).
-
-    The first round of an off-policy run is the warm-up: `warmup_steps`, random unless resuming,
-    stored but not learned from. A horizon of 0 means the `break_step` budget is spent; the last
-    round is cut so that the budget is never exceeded.
-    """
+    """The next round for `width` envs stepped at once: (horizon, if_random, if_update). The first round
+    of an off-policy run is the warm-up (`warmup_steps`, random unless resuming, not learned from). The
+    last round is cut so that `break_step` is never exceeded; a horizon of 0 means the budget is spent."""
     affordable = max(0, args.break_step - total_steps) // width
     if is_first and args.warmup_steps:  # a resumed run refills its buffer with its own policy, not random actions
         return min(affordable, -(-args.warmup_steps // width)), not args.if_resume, False
@@ -512,21 +507,23 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the main thread so that a run stops the way Ctrl-C stops it (and the CLI exits with 143)."""
 
 
+def raise_terminated(signum: int, frame: Any) -> None:
+    """The SIGTERM handler of a run: stop the way Ctrl-C stops it (see `Terminated`)."""
+    raise Terminated("SIGTERM")
+
+
 @contextlib.contextmanager
-def stop_on_sigterm() -> Iterator[None]:
-    """Within the block, SIGTERM raises `Terminated` in the main thread, so the run saves and stops its processes."""
-    if threading.current_thread() is not threading.main_thread():  # signal handlers belong to the main thread
+def signal_handlers(handlers: dict[int, Any]) -> Iterator[None]:
+    """Installs `handlers` ({signal number: handler}) within the block; in the main thread only, where they belong."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def raise_terminated(signum: int, frame: Any) -> None:
-        raise Terminated("SIGTERM")
-
-    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    previous = {number: signal.signal(number, handler) for number, handler in handlers.items()}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 @contextlib.contextmanager
@@ -560,15 +557,6 @@ def load_best_actor(args: Arguments, agent: AgentBase, best_return: float) -> Ag
     return agent
 
 
-def build_evaluator(args: Arguments, eval_env: PreprocessEnv, seed: int, total_steps: int) -> Evaluator:
-    """The Evaluator of this run, continuing the record of a resumed one."""
-    evaluator = Evaluator(args.cwd, eval_env, args.eval_gap, args.eval_times1, args.eval_times2,
-                          args.target_return, seed, args.if_print, args.if_tensorboard)
-    if args.if_resume:
-        evaluator.resume(total_steps)
-    return evaluator
-
-
 def train_and_evaluate(args: Arguments) -> AgentBase:
     """Trains ``args.agent`` on ``args.env`` in one process; returns the agent with the best actor loaded.
 
@@ -582,12 +570,15 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
     explore_env = build_vector_env(env, args.num_envs, args.if_async_envs) if args.num_envs > 1 else env
     agent.reset_exploration(explore_env, seed)
     buffer = agent.make_buffer(args.max_memo)
-    evaluator = build_evaluator(args, args.eval_env or clone_env(env), seed, agent.total_steps)
+    evaluator = Evaluator(args.cwd, args.eval_env or clone_env(env), args.eval_gap, args.eval_times1, args.eval_times2,
+                          args.target_return, seed, args.if_print, args.if_tensorboard)
+    if args.if_resume:
+        evaluator.resume(agent.total_steps)
     write_config(args)
 
     logs: dict[str, float] = {}
     try:
-        with stop_on_sigterm(), torch_threads(args.num_threads):
+        with signal_handlers({signal.SIGTERM: raise_terminated}), torch_threads(args.num_threads):
             is_first = True
             while True:
                 horizon, if_random, if_update = round_plan(args, agent.total_steps, args.num_envs, is_first)

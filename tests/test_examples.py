@@ -18,3 +18,10 @@ def test_example_runs_in_quick_mode(script, tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert "best evaluation return" in result.stdout
     assert any((tmp_path / "runs").glob("*/actor.pth"))
+
+
+def test_the_stock_trading_demo_draws_the_test_period(tmp_path):
+    result = subprocess.run([sys.executable, os.path.join(EXAMPLES, "demo_stock_trading.py"), "--quick"], capture_output=True,
+                            text=True, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "buy and hold" in result.stdout and os.path.getsize(next((tmp_path / "runs").glob("*/test_period.png"))) > 10_000

@@ -1,12 +1,11 @@
 """StockTradingEnv: a synthetic market that needs no download, and an agent that learns to trade it."""
 
-import os
 
 import numpy as np
 import pytest
 
 from elegantrl.agent import AgentDDPG
-from elegantrl.env import PreprocessEnv, StockTradingEnv, check_env, draw_cumulative_return, make_synthetic_market
+from elegantrl.env import PreprocessEnv, StockTradingEnv, check_env, make_synthetic_market
 from elegantrl.run import Arguments, train_and_evaluate
 
 
@@ -57,7 +56,4 @@ def test_an_off_policy_agent_beats_random_trading_on_the_test_period(tmp_path):
     test = StockTradingEnv("test")
     rng = np.random.default_rng(0)
     random_returns = [period_return(lambda state: rng.uniform(-1, 1, 5), test) for _ in range(5)]
-    agent_return, hold_return = draw_cumulative_return(agent.act, test, os.path.join(tmp_path, "test_period.png"))
-    assert agent_return > max(random_returns)
-    assert agent_return == pytest.approx(period_return(agent.act, test))
-    assert os.path.getsize(os.path.join(tmp_path, "test_period.png")) > 10_000 and hold_return > -1.0
+    assert period_return(agent.act, test) > max(random_returns)
