@@ -176,6 +176,9 @@ def test_cli_bad_input_is_one_clear_line(tmp_path):
     assert "Traceback" not in result.stderr
     result = run_cli("--env", "CartPol-v1", cwd=tmp_path)
     assert result.returncode == 2 and "CartPole-v1" in result.stderr
+    result = run_cli("--async-workers", cwd=tmp_path)  # a setting of worker processes, without any
+    assert result.returncode == 2 and "--async-workers needs --rollout-num N" in result.stderr
+    assert not (tmp_path / "runs").exists()
 
 
 def test_load_agent_and_video_of_a_run_folder(tmp_path):
