@@ -169,16 +169,21 @@ class AgentBase:
 
         state = env.reset()[0] if self.last_state is None else self.last_state
         state = np.asarray(state, dtype=np.float32).reshape(num_envs, self.state_dim)
-        with torch.no_grad():
-            for t in range(horizon):
-                if if_random:
-                    action = np.asarray(env.action_space.sample()).reshape(num_envs, -1)
-                    if self.if_discrete:  # (num_envs,) indices, as select_action gives them
-                        action = action[:, 0]
-                else:
-                    action = self.select_action(torch.as_tensor(state, device=self.device)).cpu().numpy()
-                states[t], actions[t] = state, action.reshape(action_shape[1:])
-                next_states[t], state, rewards[t], terminals[t], truncates[t] = step(env, self.env_action(action))
+        t = 0
+        try:
+            with torch.no_grad():
+                for t in range(horizon):
+                    if if_random:
+                        action = np.asarray(env.action_space.sample()).reshape(num_envs, -1)
+                        if self.if_discrete:  # (num_envs,) indices, as select_action gives them
+                            action = action[:, 0]
+                    else:
+                        action = self.select_action(torch.as_tensor(state, device=self.device)).cpu().numpy()
+                    states[t], actions[t] = state, action.reshape(action_shape[1:])
+                    next_states[t], state, rewards[t], terminals[t], truncates[t] = step(env, self.env_action(action))
+        except KeyboardInterrupt:  # the steps were taken: the stop message and the budget count them
+            self.total_steps += t * num_envs
+            raise
         self.last_state = state
         self.total_steps += horizon * num_envs
         tensors = (states, actions, rewards, terminals, truncates, next_states)

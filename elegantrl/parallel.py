@@ -46,12 +46,14 @@ from elegantrl.run import (
     agent_init_kwargs,
     build_agent,
     check_finite,
+    curve_title,
     kept_sentence,
     load_best_actor,
     raise_terminated,
     round_plan,
     save_run,
     signal_handlers,
+    starting_in_new_folder,
     store_and_update,
     torch_threads,
     write_config,
@@ -181,7 +183,7 @@ def worker_main(index: int, recipe: Callable[[], PreprocessEnv], blueprint: byte
 
 
 def evaluator_main(recipe: Callable[[], PreprocessEnv], blueprint: bytes, init_kwargs: dict[str, Any],
-                   settings: dict[str, Any], title: str, resume_step: int | None, num_threads: int,
+                   settings: dict[str, Any], resume_step: int | None, num_threads: int,
                    snapshot: SharedWeights, stop: Any, results: Any) -> None:
     """The Evaluator process: evaluates the newest actor snapshot whenever it is free, and records it."""
     try:
@@ -192,7 +194,7 @@ def evaluator_main(recipe: Callable[[], PreprocessEnv], blueprint: bytes, init_k
         agent: AgentBase = pickle.loads(blueprint)
         agent.init(**init_kwargs)
         results.put(("started", "the Evaluator"))
-        version, last_curve = 0, time.monotonic()
+        version = 0
         while not stop.is_set() and (parent is None or parent.is_alive()):
             fetched = snapshot.fetch(agent.actor, version)
             if fetched is None:
@@ -202,9 +204,6 @@ def evaluator_main(recipe: Callable[[], PreprocessEnv], blueprint: bytes, init_k
             agent.total_steps = meta["step"]
             reached = evaluator.evaluate_and_save(agent, meta["step"], meta["logs"], if_force=True, seconds=meta["seconds"])
             results.put(("evaluated", version, meta["step"], reached, evaluator.best_return))
-            if time.monotonic() - last_curve > 30.0:  # a live curve, without drawing it after every evaluation
-                evaluator.save_curve(title)
-                last_curve = time.monotonic()
         if evaluator.writer is not None:
             evaluator.writer.close()
     except BaseException:
@@ -334,9 +333,8 @@ def train_multiprocess(args: Arguments) -> AgentBase:
                          f"must come from the same weights. Leave if_async_workers=False")
     recipes = env_recipe(args.env), env_recipe(args.eval_env or args.env)  # an env that cannot travel is refused here
     blueprint = pickle.dumps(args.agent)  # before init: the workers build their own networks
-    args.prepare_cwd()
-    seed = build_agent(args)
-    learner = Learner(args, seed)
+    with starting_in_new_folder(args):
+        learner = Learner(args, build_agent(args))
     with signal_handlers({signal.SIGTERM: raise_terminated}):
         try:
             with torch_threads(args.num_threads):
@@ -349,7 +347,8 @@ def train_multiprocess(args: Arguments) -> AgentBase:
                 learner.run()
         except KeyboardInterrupt as stop:
             stopped_by = "SIGTERM" if isinstance(stop, Terminated) else "Ctrl-C"
-            print(f"\nstopped by {stopped_by} at env step {args.agent.total_steps:,d}. {kept_sentence(args.cwd)}", flush=True)
+            print(f"\nstopped by {stopped_by} at env step {args.agent.total_steps:,d} (the rollouts under way are not counted). "
+                  f"{kept_sentence(args.cwd)}", flush=True)
             raise
         finally:
             learner.processes.shutdown(grace=10.0)
@@ -358,6 +357,8 @@ def train_multiprocess(args: Arguments) -> AgentBase:
                     if os.path.isfile(learner.clock.csv_path):
                         learner.clock.resume(args.agent.total_steps)  # the record the Evaluator wrote, for the curve
                     save_run(args, args.agent, learner.clock)
+            else:  # a failed start: no run to keep
+                args.discard_new_folder()
     return load_best_actor(args, args.agent, learner.clock.best_return)
 
 
@@ -378,7 +379,7 @@ class Learner:
         horizon = max(args.target_step, -(-(args.warmup_steps or 0) // (args.rollout_num * args.num_envs)))
         self.slots = [[shared_rollout(horizon, args.num_envs, agent.state_dim, agent.action_dim, agent.if_discrete)
                        for _ in range(2 if args.if_async_workers else 1)] for _ in range(args.rollout_num)]
-        self.clock = Evaluator(args.cwd, None, args.eval_gap, 0, 0, args.target_return, seed, False)  # the learner's clock and record
+        self.clock = Evaluator(args.cwd, None, args.eval_gap, 0, 0, args.target_return, seed, False, title=curve_title(args))  # the learner's clock
         self.startup_seconds: float | None = None  # set once every process has started
         self.next_eval_step = (agent.total_steps // args.eval_gap + 1) * args.eval_gap
         self.buffer = agent.make_buffer(args.max_memo)
@@ -396,9 +397,8 @@ class Learner:
         if with_evaluator:
             settings = dict(cwd=args.cwd, eval_gap=args.eval_gap, eval_times1=args.eval_times1, eval_times2=args.eval_times2,
                             target_return=args.target_return, random_seed=self.seed, if_print=args.if_print,
-                            if_tensorboard=args.if_tensorboard)
-            title = f"{type(agent).__name__} on {args.env.env_name}, seed {args.random_seed}"
-            processes.start("the Evaluator", evaluator_main, recipes[1], blueprint, child_init, settings, title,
+                            if_tensorboard=args.if_tensorboard, title=curve_title(args))
+            processes.start("the Evaluator", evaluator_main, recipes[1], blueprint, child_init, settings,
                             agent.total_steps if args.if_resume else None, args.num_threads, self.snapshot, processes.stop,
                             processes.results)
         for index in range(args.rollout_num):

@@ -12,9 +12,10 @@ import inspect
 import json
 import math
 import os
-import shutil
+import re
 import signal
 import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -31,6 +32,7 @@ from elegantrl.env import PreprocessEnv, build_vector_env, check_env, clone_env
 from elegantrl.replay import Transitions
 
 FAMILY_BASES = (AgentBase, AgentOffPolicy, AgentOnPolicy)  # templates, not agents a user trains
+CURVE_SECONDS = 30.0  # learning_curve.png is redrawn at an evaluation at most this often (and at the end)
 
 
 def _arg(default: Any, help: str, type: type | None = None, cli: bool = True) -> Any:
@@ -56,7 +58,8 @@ class Arguments:
     cwd: str | None = _arg(None, "the run folder; by default runs/{env}_{agent}_{seed} (a new one if that exists)", str)
     if_remove: bool = _arg(False, "delete an existing run folder `cwd` before training", bool)
     if_resume: bool = _arg(False, "continue the run in `cwd` from its agent.pth (break_step counts its steps too)", bool)
-    random_seed: int = _arg(0, "seeds torch and the envs: one seed gives one learning curve", int)
+    random_seed: int | None = _arg(0, "seeds torch and the envs: one seed gives one learning curve; None draws one (printed, "
+                                      "and kept in config.json)", int)
     device: str | None = _arg(None, "torch device of the learner, e.g. cpu or cuda:0; by default cuda:0 if available", str)
     num_threads: int = _arg(1, "torch CPU threads while training; 1 is fastest for small networks, more help wide ones", int)
 
@@ -85,6 +88,7 @@ class Arguments:
     eval_times2: int = _arg(8, "extra episodes that confirm a new best before it is saved", int)
     if_print: bool = _arg(True, "print one progress line per evaluation", bool)
     if_tensorboard: bool = _arg(False, "also log the evaluation figures to TensorBoard, in cwd/tensorboard", bool)
+    _made_folders: list[str] = field(default_factory=list, init=False, repr=False, compare=False)  # by prepare_cwd
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in self.__dataclass_fields__:  # a typo would otherwise be ignored silently
@@ -141,6 +145,15 @@ class Arguments:
             torch.device(self.device)
         except RuntimeError as error:
             raise ValueError(f"Arguments.device {self.device!r} is not a torch device; use e.g. 'cpu' or 'cuda:0'") from error
+        try:
+            torch.empty(0, device=self.device)
+        except (RuntimeError, AssertionError) as error:  # a CPU build of torch asserts
+            available = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())] + ["mps"] * torch.backends.mps.is_available()
+            raise ValueError(f"Arguments.device {self.device!r} is not available here ({error}); available: {', '.join(available)}") from error
+        if self.random_seed is None:
+            self.random_seed = int(np.random.SeedSequence().entropy % 2**31)
+            if self.if_print:
+                print(f"random_seed is None: drew seed {self.random_seed} (kept in config.json)")
         if self.if_tensorboard:
             try:
                 importlib.import_module("torch.utils.tensorboard")
@@ -175,11 +188,15 @@ class Arguments:
             kinds = (int, float) if expected is float else (expected,)
             if isinstance(value, bool) != (expected is bool) or not isinstance(value, kinds):
                 raise TypeError(f"Arguments.{spec.name} must be {expected.__name__}, got {value!r} ({type(value).__name__})")
+            if expected is float and not (math.isfinite(value) or spec.name == "target_return" and not math.isnan(value)):
+                raise ValueError(f"Arguments.{spec.name} must be a {'number' if spec.name == 'target_return' else 'finite number'}, got {value!r}")
         positive = ["net_dim", "batch_size", "repeat_times", "target_step", "max_memo", "learning_rate", "break_step",
                     "eval_gap", "eval_times1", "num_threads", "num_envs", "reward_scale", "rollout_num"]
         for name in positive:  # None: a setting the agent does not use (max_memo for on-policy agents)
             if getattr(self, name) is not None and not getattr(self, name) > 0:
                 raise ValueError(f"Arguments.{name} must be positive, got {getattr(self, name)!r}")
+        if self.random_seed is not None and not 0 <= self.random_seed < 2**32:
+            raise ValueError(f"Arguments.random_seed must be an integer from 0 to 2**32 - 1, got {self.random_seed!r}")
         for name in ["warmup_steps", "eval_times2"]:
             if getattr(self, name) < 0:
                 raise ValueError(f"Arguments.{name} must be zero or positive, got {getattr(self, name)!r}")
@@ -194,7 +211,8 @@ class Arguments:
             raise ValueError(f"Arguments.batch_size ({self.batch_size}) exceeds max_memo ({self.max_memo}); lower batch_size or raise max_memo")
 
     def prepare_cwd(self) -> None:
-        """Chooses and creates the run folder, or checks that the run to resume is there."""
+        """Chooses and creates the run folder, or checks that the run to resume is there. With
+        `if_remove`, removes only the files of an earlier elegantrl run, and refuses anything else."""
         if self.if_resume:
             self._check_resumable()
             return
@@ -205,27 +223,42 @@ class Arguments:
             while os.path.exists(self.cwd) and os.listdir(self.cwd) and not self.if_remove:
                 suffix += 1
                 self.cwd = f"{base}-{suffix}"
-        if self.if_remove and os.path.isdir(self.cwd):
-            shutil.rmtree(self.cwd)
+        check_folder_writable(self.cwd)
         if os.path.isdir(self.cwd) and os.listdir(self.cwd):
-            raise FileExistsError(f"run folder {self.cwd!r} already holds a run; set if_resume=True to continue it, "
-                                  f"if_remove=True to delete it, or choose another cwd")
+            if self.if_remove:
+                remove_run(self.cwd)
+            elif is_run_folder(self.cwd):
+                raise FileExistsError(f"run folder {self.cwd!r} already holds a run; set if_resume=True to continue it, "
+                                      f"if_remove=True to delete it, or choose another Arguments.cwd")
+            else:
+                raise FileExistsError(f"Arguments.cwd {self.cwd!r} is not empty and is not an elegantrl run folder (it holds "
+                                      f"{listing(os.listdir(self.cwd))}); choose a new or empty folder")
+        self._made_folders = [path for path in parent_folders(self.cwd) if not os.path.exists(path)]
         os.makedirs(self.cwd, exist_ok=True)
+
+    def discard_new_folder(self) -> None:
+        """Undoes `prepare_cwd` after a failed start: removes the folders it made, if they are still empty."""
+        for path in reversed(self._made_folders):
+            with contextlib.suppress(OSError):  # not empty, or gone: leave it
+                os.rmdir(path)
+        self._made_folders = []
 
     def _check_resumable(self) -> None:
         if self.if_remove:
             raise ValueError("if_resume=True and if_remove=True: that would delete the run to resume; set only one")
         if self.cwd is None or not os.path.isfile(os.path.join(self.cwd, "agent.pth")):
-            raise FileNotFoundError(f"if_resume=True needs cwd set to a run folder that holds agent.pth; got cwd={self.cwd!r}")
+            raise FileNotFoundError(f"if_resume=True needs Arguments.cwd set to a run folder that holds agent.pth; got {self.cwd!r}")
         config_path = os.path.join(self.cwd, "config.json")
         if os.path.isfile(config_path):
             with open(config_path) as file:
                 saved = json.load(file)
-            now = {"agent": type(self.agent).__name__, "net_dim": self.net_dim,
-                   "state_dim": self.env.state_dim, "action_dim": self.env.action_dim}
-            differ = [f"{key} {saved.get(key)!r} there, {value!r} now" for key, value in now.items() if saved.get(key) != value]
+            now = {"Arguments.agent": ("agent", type(self.agent).__name__), "Arguments.env": ("env", self.env.env_name),
+                   "Arguments.net_dim": ("net_dim", self.net_dim), "the env's state_dim": ("state_dim", self.env.state_dim),
+                   "the env's action_dim": ("action_dim", self.env.action_dim)}
+            differ = [f"{name} is {value!r}, the run's {saved.get(key)!r}" for name, (key, value) in now.items() if saved.get(key) != value]
             if differ:
-                raise ValueError(f"cannot resume the run in {self.cwd!r} with other sizes: {'; '.join(differ)}")
+                raise ValueError(f"cannot resume the run in {self.cwd!r} ({saved.get('agent')} on {saved.get('env')}) with another "
+                                 f"task: {'; '.join(differ)}. Resume with the run's settings, or start a new run in another cwd")
 
 
 def as_preprocess_env(env: Any) -> PreprocessEnv:
@@ -247,6 +280,73 @@ def as_preprocess_env(env: Any) -> PreprocessEnv:
     return PreprocessEnv(env)
 
 
+# ---- the run folder: the library deletes only what it wrote --------------------------------
+RUN_MARKER = "elegantrl_run"  # a key of the config.json this library writes: the folder is a run of ours
+RUN_FILE = re.compile(r"(config\.json|agent\.pth|actor\.pth|recorder\.csv|learning_curve\.png|video\.gif)(\.tmp\d+)?")
+
+
+def listing(names: list[str], most: int = 5) -> str:
+    """A few of `names`, for a message."""
+    names = sorted(names)
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def parent_folders(path: str) -> list[str]:
+    """`path` and the folders above it, outermost first."""
+    path, chain = os.path.abspath(path), []
+    while path not in chain:
+        chain.append(path)
+        path = os.path.dirname(path)
+    return chain[::-1]
+
+
+def check_folder_writable(cwd: str) -> None:
+    """Raises ValueError, naming `Arguments.cwd`, unless `cwd` is a folder that can be written or created."""
+    existing = next(path for path in reversed(parent_folders(cwd)) if os.path.exists(path))
+    if not os.path.isdir(existing):
+        raise ValueError(f"Arguments.cwd {cwd!r} cannot be a folder: {existing!r} is a file; choose another cwd")
+    try:  # a real try, not os.access: root passes os.access even where nothing can be made (/sys, a read-only disk)
+        os.rmdir(tempfile.mkdtemp(prefix=".elegantrl-probe-", dir=existing))
+    except OSError as error:
+        raise ValueError(f"Arguments.cwd {cwd!r} cannot be written: {error.strerror} in {existing!r}; choose another cwd") from error
+
+
+def is_run_folder(cwd: str) -> bool:
+    """Whether `cwd` holds the config.json of an elegantrl run."""
+    try:
+        with open(os.path.join(cwd, "config.json")) as file:
+            return RUN_MARKER in json.load(file)
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+def remove_run(cwd: str) -> None:
+    """Deletes the files of the elegantrl run in `cwd` (``if_remove``); refuses, deleting nothing, a folder
+    that is not a run, holds anything a run does not write, or is the current folder, a parent of it or home."""
+    here = os.path.realpath(cwd)
+    if here in map(os.path.realpath, parent_folders(os.getcwd()) + [os.path.expanduser("~")]):
+        raise ValueError(f"if_remove=True would delete {cwd!r}, which is the current folder, a parent of it or the home "
+                         f"folder; elegantrl never removes those. Choose a run folder below it as Arguments.cwd")
+    if not is_run_folder(cwd):
+        raise FileExistsError(f"if_remove=True removes only an elegantrl run folder, and {cwd!r} is none (it has no config.json "
+                              f"written by elegantrl; it holds {listing(os.listdir(cwd))}). Nothing was deleted; choose another "
+                              f"Arguments.cwd, or move those files away yourself")
+    board = os.path.join(cwd, "tensorboard")
+    board_files = os.listdir(board) if os.path.isdir(board) else []
+    strangers = [name for name in os.listdir(cwd) if not (RUN_FILE.fullmatch(name) and os.path.isfile(os.path.join(cwd, name))
+                                                          or name == "tensorboard" and os.path.isdir(board))]
+    strangers += [f"tensorboard/{name}" for name in board_files if not name.startswith("events.out.tfevents.")]
+    if strangers:
+        raise FileExistsError(f"if_remove=True: {cwd!r} holds files an elegantrl run does not write ({listing(strangers)}); "
+                              f"nothing was deleted. Move them away yourself, or choose another Arguments.cwd")
+    for name in board_files:
+        os.remove(os.path.join(board, name))
+    if os.path.isdir(board):
+        os.rmdir(board)
+    for name in os.listdir(cwd):
+        os.remove(os.path.join(cwd, name))
+
+
 def list_agents() -> dict[str, type[AgentBase]]:
     """The agents by their short name (``"D3QN"`` for ``AgentD3QN``)."""
     return {
@@ -264,8 +364,9 @@ class Evaluator:
     """
 
     def __init__(self, cwd: str, env: PreprocessEnv, eval_gap: int, eval_times1: int, eval_times2: int,
-                 target_return: float, random_seed: int = 0, if_print: bool = True, if_tensorboard: bool = False):
-        self.cwd, self.env = cwd, env
+                 target_return: float, random_seed: int = 0, if_print: bool = True, if_tensorboard: bool = False, title: str = ""):
+        self.cwd, self.env, self.title = cwd, env, title
+        self.curve_time = -math.inf  # when learning_curve.png was last drawn
         self.eval_gap, self.eval_times1, self.eval_times2 = eval_gap, eval_times1, eval_times2
         self.target_return, self.if_print = target_return, if_print
         self.random_seed = random_seed
@@ -346,6 +447,8 @@ class Evaluator:
         record = {"step": total_steps, "seconds": self.train_seconds if seconds is None else seconds,
                   "return_mean": mean, "return_std": std, "best_return": self.best_return, **logs}
         self._write_record(record)
+        if time.monotonic() - self.curve_time > CURVE_SECONDS:  # a live curve, not redrawn after every evaluation
+            self.save_curve()
         return self.best_return >= self.target_return
 
     def _write_record(self, record: dict[str, float]) -> None:
@@ -353,11 +456,14 @@ class Evaluator:
         new_fields = [name for name in record if name not in self.fields]
         if new_fields:  # e.g. TD3's obj_actor, absent while no delayed actor step has run: rewrite with a wider header
             self.fields += new_fields
-        with open(self.csv_path, "w" if new_fields else "a", newline="") as file:
+        path = f"{self.csv_path}.tmp{os.getpid()}" if new_fields else self.csv_path  # a rewrite goes through a rename
+        with open(path, "w" if new_fields else "a", newline="") as file:
             writer = csv.DictWriter(file, self.fields, restval="")
             if new_fields:
                 writer.writeheader()
             writer.writerows(self.records if new_fields else [record])
+        if new_fields:
+            os.replace(path, self.csv_path)
         if self.if_print and (new_fields or len(self.records) == 1):
             print(f"{'step':>10} {'seconds':>8} {'return (mean ± std)':>21} {'best':>9}  " + "  ".join(f"{k:>12}" for k in self.fields[5:]))
         if self.writer is not None:
@@ -370,8 +476,8 @@ class Evaluator:
             print(f"{r['step']:>10,d} {r['seconds']:>8.1f} {r['return_mean']:>10.2f} ± {r['return_std']:<8.2f} {r['best_return']:>9.2f}  "
                   + "  ".join(f"{r[k]:>12.4g}" if k in r else f"{'':>12}" for k in self.fields[5:]), flush=True)
 
-    def save_curve(self, title: str = "") -> str:
-        """Draws return against env steps, with the target line, into ``learning_curve.png``."""
+    def save_curve(self) -> str:
+        """Draws return against env steps, with the target line, into ``learning_curve.png`` (through a rename)."""
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
 
@@ -387,12 +493,14 @@ class Evaluator:
             ax.axhline(self.target_return, color="tab:red", linestyle="--", label=f"target {self.target_return:g}")
         ax.set_xlabel("env steps")
         ax.set_ylabel("episode return")
-        ax.set_title(title)
+        ax.set_title(self.title)
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right")
         figure.tight_layout()
         path = os.path.join(self.cwd, "learning_curve.png")
-        figure.savefig(path, dpi=100)
+        figure.savefig(f"{path}.tmp{os.getpid()}", dpi=100, format="png")
+        os.replace(f"{path}.tmp{os.getpid()}", path)
+        self.curve_time = time.monotonic()
         return path
 
 
@@ -468,13 +576,16 @@ def build_agent(args: Arguments) -> int:
 
 
 def write_config(args: Arguments) -> None:
-    """Writes ``config.json`` (what `load_agent` needs to rebuild the actor) and prints the run's header."""
+    """Writes ``config.json`` (what `load_agent` needs to rebuild the actor; a resumed run keeps its
+    own) and prints the run's header."""
     agent_name, env = type(args.agent).__name__, args.env
-    with open(os.path.join(args.cwd, "config.json"), "w") as file:
-        json.dump({"agent": agent_name, "env": env.env_name, "net_dim": args.net_dim, "state_dim": env.state_dim,
-                   "action_dim": env.action_dim, "random_seed": args.random_seed}, file, indent=2)
+    if not args.if_resume:
+        with open(os.path.join(args.cwd, "config.json"), "w") as file:
+            json.dump({RUN_MARKER: 1, "agent": agent_name, "env": env.env_name, "net_dim": args.net_dim, "state_dim": env.state_dim,
+                       "action_dim": env.action_dim, "random_seed": args.random_seed}, file, indent=2)
     if args.if_print:
-        print(f"elegantrl: {agent_name} on {env!r}\n  run folder {args.cwd}, seed {args.random_seed}, device {args.device}")
+        start = f", resumed at env step {args.agent.total_steps:,d}" if args.if_resume else ""
+        print(f"elegantrl: {agent_name} on {env!r}\n  run folder {args.cwd}{start}, seed {args.random_seed}, device {args.device}")
 
 
 def round_plan(args: Arguments, total_steps: int, width: int, is_first: bool) -> tuple[int, bool, bool]:
@@ -537,11 +648,28 @@ def torch_threads(num_threads: int) -> Iterator[None]:
         torch.set_num_threads(user_threads)
 
 
+@contextlib.contextmanager
+def starting_in_new_folder(args: Arguments) -> Iterator[None]:
+    """`Arguments.prepare_cwd` for the block that starts a run: if the start fails, the folders it made go
+    again (where they are still empty), so a failed start leaves nothing behind."""
+    args.prepare_cwd()
+    try:
+        yield
+    except BaseException:
+        args.discard_new_folder()
+        raise
+
+
+def curve_title(args: Arguments) -> str:
+    """The learning curve's title: agent, env and seed."""
+    return f"{type(args.agent).__name__} on {args.env.env_name}, seed {args.random_seed}"
+
+
 def save_run(args: Arguments, agent: AgentBase, evaluator: Evaluator) -> None:
     """What every run does last, however it ended: saves the agent and the curve, closes TensorBoard."""
     agent.save_or_load_agent(args.cwd, if_save=True)
     if evaluator.records:
-        evaluator.save_curve(f"{type(agent).__name__} on {args.env.env_name}, seed {args.random_seed}")
+        evaluator.save_curve()
     if evaluator.writer is not None:
         evaluator.writer.close()
 
@@ -564,17 +692,18 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
     ``if_allow_break``), or on Ctrl-C. The run folder keeps the best actor, the record and the curve;
     ``agent.pth`` is written at every evaluation.
     """
-    args.init_before_training()
+    args.check()
     agent, env = args.agent, args.env
-    seed = build_agent(args)
-    explore_env = build_vector_env(env, args.num_envs, args.if_async_envs) if args.num_envs > 1 else env
-    agent.reset_exploration(explore_env, seed)
-    buffer = agent.make_buffer(args.max_memo)
-    evaluator = Evaluator(args.cwd, args.eval_env or clone_env(env), args.eval_gap, args.eval_times1, args.eval_times2,
-                          args.target_return, seed, args.if_print, args.if_tensorboard)
-    if args.if_resume:
-        evaluator.resume(agent.total_steps)
-    write_config(args)
+    with starting_in_new_folder(args):
+        seed = build_agent(args)
+        explore_env = build_vector_env(env, args.num_envs, args.if_async_envs) if args.num_envs > 1 else env
+        agent.reset_exploration(explore_env, seed)
+        buffer = agent.make_buffer(args.max_memo)
+        evaluator = Evaluator(args.cwd, args.eval_env or clone_env(env), args.eval_gap, args.eval_times1, args.eval_times2,
+                              args.target_return, seed, args.if_print, args.if_tensorboard, curve_title(args))
+        if args.if_resume:
+            evaluator.resume(agent.total_steps)
+        write_config(args)
 
     logs: dict[str, float] = {}
     try:
@@ -658,6 +787,7 @@ def get_video_to_watch_env_render(cwd: str, episodes: int = 1, fps: int = 30, en
     """
     from PIL import Image  # Pillow comes with matplotlib
 
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")  # pygame's audio init prints an XDG warning, and a GIF has no sound
     agent = load_agent(cwd)
     if env is None:
         with open(os.path.join(cwd, "config.json")) as file:
@@ -699,19 +829,35 @@ def build_parser() -> argparse.ArgumentParser:
     for spec in dataclasses.fields(Arguments):
         if not spec.metadata.get("cli"):
             continue
-        flag = "--" + spec.name.replace("_", "-").removeprefix("if-")
-        kind = spec.metadata["type"]
-        names = [flag, "--seed"] if spec.name == "random_seed" else [flag]
+        flag, kind = cli_flag(spec.name), spec.metadata["type"]
+        names = ["--random-seed", flag] if spec.name == "random_seed" else [flag]
         if spec.name == "rollout_num":  # given: the multi-process trainer; absent: one process
             parser.add_argument(flag, dest=spec.name, type=int, default=None, metavar="N",
                                 help="train with N exploration worker processes, a learner and an Evaluator process "
                                      "(train_and_evaluate_mp); without it, one process (default: one process)")
         elif kind is bool:
             parser.add_argument(*names, dest=spec.name, action=argparse.BooleanOptionalAction, default=spec.default, help=spec.metadata["help"])
-        else:
-            default = "the agent's" if spec.default is None else "%(default)s"
-            parser.add_argument(*names, dest=spec.name, type=kind, default=spec.default, help=f"{spec.metadata['help']} (default: {default})")
+        else:  # a help text that says its default itself ("by default ...") needs no "(default: ...)"
+            default = " (default: the agent's)" if spec.default is None else " (default: %(default)s)"
+            default = "" if "by default" in spec.metadata["help"] else default
+            parser.add_argument(*names, dest=spec.name, type=kind, default=spec.default, help=spec.metadata["help"] + default)
     return parser
+
+
+def cli_flag(name: str) -> str:
+    """The command line's flag for an Arguments field: ``--net-dim`` for net_dim, ``--resume`` for if_resume."""
+    return "--seed" if name == "random_seed" else "--" + name.replace("_", "-").removeprefix("if-")
+
+
+def in_flags(message: str) -> str:
+    """A message that names Arguments fields (``Arguments.cwd``, ``if_resume=True``), in the command line's flags."""
+    for name in [spec.name for spec in dataclasses.fields(Arguments) if spec.metadata.get("cli")] + ["agent", "env"]:
+        flag = cli_flag(name)
+        message = re.sub(rf"\b(Arguments\.)?{name}=True\b", flag, message)
+        message = re.sub(rf"\b(Arguments\.)?{name}=False\b", "--no-" + flag[2:], message)
+        message = re.sub(rf"\b(Arguments\.)?{name}=(?=\S)", flag + " ", message)
+        message = re.sub(rf"\bArguments\.{name}\b", flag, message)
+    return message
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -732,7 +878,7 @@ def main(argv: list[str] | None = None) -> int:
         args = Arguments(agent=agent_class(), env=PreprocessEnv(env_id), **options)
         (train_and_evaluate_mp if if_multiprocess else train_and_evaluate)(args)
     except (ValueError, TypeError, ImportError, FileExistsError, FileNotFoundError, FloatingPointError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {in_flags(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as stop:  # the trainer has saved and said where; the status tells a script how it ended
         return 143 if isinstance(stop, Terminated) else 130

@@ -311,7 +311,7 @@ def test_a_script_without_the_main_guard_fails_with_a_message_that_names_it(tmp_
     result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=100)
     assert result.returncode != 0
     assert 'if __name__ == "__main__":' in result.stderr
-    assert sorted(os.listdir(tmp_path)) == ["run", "train.py"]  # the workers made no run folders of their own
+    assert sorted(os.listdir(tmp_path)) == ["train.py"]  # a failed start leaves no run folder, and the workers made none
 
 
 def test_preprocess_env_made_from_a_function_keeps_it_as_its_source():

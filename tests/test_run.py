@@ -49,10 +49,13 @@ def test_agent_class_is_accepted_and_defaults_are_filled(tmp_path):
         (dict(if_on_policy=True), ValueError, "off-policy"),
         (dict(env="Pendulum-v1"), ValueError, "needs a discrete action space.*Pendulum-v1 has Box"),
         (dict(reward_scale=0.0), ValueError, "reward_scale must be positive"),
-        (dict(reward_scale=float("nan")), ValueError, "reward_scale must be positive"),
+        (dict(reward_scale=float("nan")), ValueError, "reward_scale must be a finite number"),
+        (dict(repeat_times=float("inf")), ValueError, "repeat_times must be a finite number"),
+        (dict(random_seed=-1), ValueError, "random_seed must be an integer from 0"),
+        (dict(device="cuda:7"), ValueError, "'cuda:7' is not available here"),
         (dict(device="gpu"), ValueError, "not a torch device"),
         (dict(eval_env="Acrobot-v1"), ValueError, "eval_env 'Acrobot-v1' does not match env 'CartPole-v1'"),
-        (dict(if_resume=True), FileNotFoundError, "needs cwd set to a run folder that holds agent.pth"),
+        (dict(if_resume=True), FileNotFoundError, "needs Arguments.cwd set to a run folder that holds agent.pth"),
     ],
 )
 def test_arguments_errors_name_the_fix(tmp_path, changes, error, message):
@@ -70,8 +73,9 @@ def test_discrete_agent_error_lists_the_agents_that_fit(tmp_path):
 def test_existing_run_folder_is_kept_unless_if_remove(tmp_path):
     cwd = tmp_path / "run"
     cwd.mkdir()
+    (cwd / "config.json").write_text('{"elegantrl_run": 1}')
     (cwd / "actor.pth").write_bytes(b"an earlier run")
-    with pytest.raises(FileExistsError, match="if_remove"):
+    with pytest.raises(FileExistsError, match="already holds a run.*if_remove"):
         Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(cwd)).init_before_training()
     assert (cwd / "actor.pth").read_bytes() == b"an earlier run"
     Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(cwd), if_remove=True).init_before_training()
@@ -83,7 +87,7 @@ def test_default_run_folder_never_overwrites_an_earlier_run(tmp_path, monkeypatc
     first = Arguments(agent=AgentDQN(), env="CartPole-v1", random_seed=3)
     first.init_before_training()
     assert first.cwd == os.path.join("runs", "CartPole-v1_DQN_3")
-    open(os.path.join(first.cwd, "recorder.csv"), "w").close()
+    open(os.path.join(first.cwd, "recorder.csv"), "w").close()  # even a folder that is not a run of ours is skipped
     second = Arguments(agent=AgentDQN(), env="CartPole-v1", random_seed=3)
     second.init_before_training()
     assert second.cwd == os.path.join("runs", "CartPole-v1_DQN_3-2")
@@ -278,7 +282,7 @@ def test_resuming_continues_the_weights_the_steps_and_the_record(tmp_path):
     first = train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, **TINY))
     saved = torch.load(os.path.join(cwd, "agent.pth"), weights_only=True)
     adam_steps = saved["critic_optimizer"]["state"][0]["step"]
-    with pytest.raises(ValueError, match="net_dim 16 there, 32 now"):
+    with pytest.raises(ValueError, match="Arguments.net_dim is 32, the run.s 16"):
         Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True, **{**TINY, "net_dim": 32}).init_before_training()
     with pytest.raises(ValueError, match="already has 512 env steps and break_step is 512"):
         train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True, **TINY))

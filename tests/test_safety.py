@@ -1,0 +1,260 @@
+"""What a new user trips on, through the command line where they meet it: the library never deletes
+what it did not write, a kill leaves a checkpoint to resume, the exit status says how a run ended,
+resume keeps to its task, break_step is the budget, and a bad input is one line that leaves nothing.
+
+Every test that starts a process gives it a timeout and kills it if the test fails."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from elegantrl.agent import AgentD3QN
+from elegantrl.run import Arguments, train_and_evaluate
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = ["--net-dim", "16", "--batch-size", "32", "--target-step", "32", "--eval-times1", "2", "--eval-times2", "1"]
+
+
+def cli(*flags, cwd, timeout=240):
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    return subprocess.run([sys.executable, "-m", "elegantrl", *flags], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout, env=env)
+
+
+def start_cli(*flags, cwd):
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    return subprocess.Popen([sys.executable, "-m", "elegantrl", *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, cwd=cwd, env=env)
+
+
+def wait_for_rows(path, rows, process, timeout=120):
+    """Waits until recorder.csv at `path` holds `rows` evaluations."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[0]
+        if os.path.isfile(path) and len(read_record(path)) >= rows:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"no {rows} evaluations in {timeout} s")
+
+
+def read_record(path):
+    with open(path, newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def one_line_error(result):
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in result.stderr, result.stderr
+    return lines[0]
+
+
+def train_tiny_run(folder):
+    result = cli("--cwd", str(folder), "--break-step", "256", "--warmup-steps", "64", "--eval-gap", "128", *TINY, cwd=folder.parent)
+    assert result.returncode == 0, result.stderr
+    return sorted(os.listdir(folder))
+
+
+# ---- never delete what the library did not write -----------------------------------------------
+@pytest.mark.timeout(120)
+def test_remove_refuses_a_folder_that_is_not_a_run_and_keeps_its_files(tmp_path):
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "thesis.txt").write_text("four years of work")
+    line = one_line_error(cli("--cwd", "precious", "--remove", "--break-step", "64", cwd=tmp_path))
+    assert "--remove removes only an elegantrl run folder" in line and "thesis.txt" in line and "Nothing was deleted" in line
+    line = one_line_error(cli("--cwd", "precious", "--break-step", "64", cwd=tmp_path))  # not "already holds a run"
+    assert "is not an elegantrl run folder" in line and "already holds a run" not in line
+    assert os.listdir(precious) == ["thesis.txt"] and (precious / "thesis.txt").read_text() == "four years of work"
+
+
+@pytest.mark.timeout(180)
+def test_remove_refuses_a_run_folder_holding_a_strangers_file_and_the_current_folder(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    files = train_tiny_run(run)
+    assert "config.json" in files and json.loads((run / "config.json").read_text())["elegantrl_run"] == 1
+    line = one_line_error(cli("--cwd", "run", "--break-step", "64", cwd=tmp_path))
+    assert "already holds a run" in line and "--resume" in line and "--remove" in line
+
+    (run / "notes.txt").write_text("mine")
+    line = one_line_error(cli("--cwd", "run", "--remove", "--break-step", "64", cwd=tmp_path))
+    assert "notes.txt" in line and "nothing was deleted" in line
+    assert sorted(os.listdir(run)) == sorted([*files, "notes.txt"])
+
+    os.remove(run / "notes.txt")  # the run folder itself is the current folder: never removed
+    line = one_line_error(cli("--cwd", ".", "--remove", "--break-step", "64", cwd=run))
+    assert "current folder" in line
+    line = one_line_error(cli("--cwd", str(tmp_path), "--remove", "--break-step", "64", cwd=run))  # a parent
+    assert "current folder, a parent of it" in line
+    assert sorted(os.listdir(run)) == files
+
+
+@pytest.mark.timeout(180)
+def test_remove_replaces_a_run_of_the_library(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    train_tiny_run(run)
+    first = (run / "recorder.csv").read_text()
+    result = cli("--cwd", "run", "--remove", "--seed", "1", "--break-step", "128", "--warmup-steps", "64", "--eval-gap", "128",
+                 *TINY, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((run / "config.json").read_text())["random_seed"] == 1
+    assert (run / "recorder.csv").read_text() != first and len(read_record(run / "recorder.csv")) == 1
+
+
+# ---- kills: a checkpoint a kill cannot tear, and the exit status ---------------------------------
+@pytest.mark.timeout(240)
+def test_sigkill_after_a_few_evaluations_leaves_a_checkpoint_that_resume_continues(tmp_path):
+    flags = ["--cwd", "run", "--warmup-steps", "64", "--eval-gap", "256", *TINY]
+    process = start_cli(*flags, "--break-step", "1000000", cwd=tmp_path)
+    try:
+        wait_for_rows(tmp_path / "run" / "recorder.csv", 3, process)
+        process.kill()
+        process.wait(timeout=30)
+    finally:
+        process.kill()
+    steps = torch.load(tmp_path / "run" / "agent.pth", weights_only=True)["total_steps"]
+    assert steps >= 3 * 256
+    assert (tmp_path / "run" / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # drawn during the run
+    rows = len(read_record(tmp_path / "run" / "recorder.csv"))
+
+    result = cli(*flags, "--resume", "--break-step", str(steps + 512), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"resumed at env step {steps:,d}" in result.stdout
+    record = read_record(tmp_path / "run" / "recorder.csv")
+    assert len(record) > rows and int(record[-1]["step"]) == steps + 512
+    assert torch.load(tmp_path / "run" / "agent.pth", weights_only=True)["total_steps"] == steps + 512
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("signum, status, name", [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "Ctrl-C")])
+def test_sigterm_and_ctrl_c_give_their_exit_status_and_keep_the_agent(signum, status, name, tmp_path):
+    process = start_cli("--cwd", "run", "--warmup-steps", "64", "--eval-gap", "256", "--break-step", "1000000", *TINY, cwd=tmp_path)
+    try:
+        wait_for_rows(tmp_path / "run" / "recorder.csv", 2, process)
+        process.send_signal(signum)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == status, output
+    assert f"stopped by {name} at env step" in output and "Traceback" not in output
+    steps = int(output.split("at env step ")[1].split(".")[0].replace(",", ""))
+    assert torch.load(tmp_path / "run" / "agent.pth", weights_only=True)["total_steps"] == steps >= 2 * 256
+
+
+@pytest.mark.timeout(120)
+def test_ctrl_c_during_the_warm_up_counts_the_steps_taken(tmp_path):
+    process = start_cli("--cwd", "run", "--warmup-steps", "2000000", "--max-memo", "2000000", "--break-step", "3000000",
+                        cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "run" / "config.json").exists():  # written once the warm-up starts
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.1)
+        time.sleep(2.0)
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130, output
+    steps = int(output.split("at env step ")[1].split(".")[0].replace(",", ""))
+    assert 0 < steps < 2_000_000
+    assert torch.load(tmp_path / "run" / "agent.pth", weights_only=True)["total_steps"] == steps
+
+
+# ---- resume keeps to its task; break_step is the budget; one seed, one curve ---------------------
+@pytest.mark.timeout(180)
+def test_resume_with_another_env_or_agent_is_refused_and_the_config_kept(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    train_tiny_run(run)
+    config = (run / "config.json").read_bytes()
+    line = one_line_error(cli("--cwd", "run", "--resume", "--env", "Acrobot-v1", "--break-step", "2000", cwd=tmp_path))
+    assert "CartPole-v1" in line and "--env is 'Acrobot-v1'" in line
+    line = one_line_error(cli("--cwd", "run", "--resume", "--agent", "DQN", "--break-step", "2000", cwd=tmp_path))
+    assert "--agent is 'AgentDQN', the run's 'AgentD3QN'" in line
+    assert (run / "config.json").read_bytes() == config
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("agent, budget", [("D3QN", 300), ("DiscretePPO", 500)])
+def test_break_step_is_the_budget(agent, budget, tmp_path):
+    result = cli("--agent", agent, "--cwd", "run", "--break-step", str(budget), "--num-envs", "2", "--eval-times1", "1", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    steps = torch.load(tmp_path / "run" / "agent.pth", weights_only=True)["total_steps"]
+    assert 0 < steps <= budget and int(read_record(tmp_path / "run" / "recorder.csv")[-1]["step"]) == steps
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("agent", ["D3QN", "DiscretePPO"])
+def test_two_runs_with_one_seed_and_two_envs_give_one_record(agent, tmp_path):
+    records = []
+    for run in ("a", "b"):
+        flags = ["--agent", agent, "--cwd", run, "--seed", "7", "--num-envs", "2", "--break-step", "1024", "--eval-gap", "256"]
+        result = cli(*flags, *TINY, "--warmup-steps", "64" if agent == "D3QN" else "0", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        records.append([{k: v for k, v in row.items() if k != "seconds"} for row in read_record(tmp_path / run / "recorder.csv")])
+    assert len(records[0]) == 4 and records[0] == records[1]
+
+
+# ---- validate before anything is written ----------------------------------------------------------
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("flags, words", [
+    (["--seed", "-1"], "--seed must be an integer from 0"),
+    (["--device", "cuda:7"], "--device 'cuda:7' is not available here"),
+    (["--device", "gpu"], "--device 'gpu' is not a torch device"),
+    (["--repeat-times", "inf"], "--repeat-times must be a finite number"),
+    (["--learning-rate", "nan"], "--learning-rate must be a finite number"),
+    (["--gamma", "2"], "--gamma must be in (0, 1]"),
+    (["--cwd", "somefile/run"], "is a file"),
+    (["--cwd", "/proc/elegantrl-test/run"], "cannot be written"),
+    (["--resume", "--remove", "--cwd", "x"], "--resume and --remove"),
+    (["--resume"], "--resume needs --cwd set to a run folder"),
+])
+def test_a_bad_setting_is_one_line_naming_the_flag_and_leaves_nothing(flags, words, tmp_path):
+    (tmp_path / "somefile").write_text("")
+    line = one_line_error(cli(*flags, "--break-step", "64", cwd=tmp_path))
+    assert words in line
+    assert sorted(os.listdir(tmp_path)) == ["somefile"]
+
+
+def test_a_failed_start_leaves_no_folder_behind(tmp_path):
+    import gymnasium as gym
+
+    class Uncopyable(gym.Wrapper):  # a vector of it needs copies, which fail after the run folder was chosen
+        spec = None  # no registered spec to make it again from
+
+        def __deepcopy__(self, memo):
+            raise TypeError("holds a simulator handle")
+
+    from elegantrl.env import PreprocessEnv
+
+    args = Arguments(agent=AgentD3QN(), env=PreprocessEnv(Uncopyable(gym.make("CartPole-v1").env)), num_envs=2,
+                     cwd=str(tmp_path / "runs" / "deep" / "run"), break_step=64, if_print=False)
+    with pytest.raises(TypeError, match="num_envs=2 needs that many copies"):
+        train_and_evaluate(args)
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_seed_of_none_is_drawn_printed_and_recorded(tmp_path, capsys):
+    args = Arguments(agent=AgentD3QN(), env="CartPole-v1", random_seed=None, cwd=str(tmp_path / "run"), break_step=64,
+                     warmup_steps=64, eval_times1=1, eval_times2=0)
+    train_and_evaluate(args)
+    assert isinstance(args.random_seed, int) and 0 <= args.random_seed < 2**31
+    assert f"drew seed {args.random_seed}" in capsys.readouterr().out
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["random_seed"] == args.random_seed
+
+
+def test_help_texts_say_the_real_defaults(tmp_path):
+    result = cli("--help", cwd=tmp_path, timeout=60)
+    text = " ".join(result.stdout.split())
+    assert "by default runs/{env}_{agent}_{seed} (a new one if that exists)" in text and "exists) (default" not in text
