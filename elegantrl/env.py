@@ -178,10 +178,9 @@ class PreprocessEnv(gym.Env):
             if seed is not None and hasattr(self.env, "seed"):
                 self.env.seed(seed)
             result = self.env.reset()
-        if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):
-            obs, info = result
-        else:
-            obs, info = result, {}
+        # Gymnasium's (obs, info); an old-Gym obs is an array or an int, never a pair
+        obs, info = result if isinstance(result, tuple) and len(result) == 2 else (result, {})
+        self._check_info(info, "reset()")
         self._last_state = self._state(obs)  # kept only to tell a NaN state from a diverged actor
         return self._last_state, info
 
@@ -198,17 +197,18 @@ class PreprocessEnv(gym.Env):
             if self._action_dtype is not None:
                 action = np.rint(action).astype(self._action_dtype)
         result = self.env.step(action)
-        if len(result) == 5:
-            obs, reward, terminated, truncated, info = result
-        elif len(result) == 4:  # old Gym folds the time limit into done
-            obs, reward, done, info = result
-            truncated = bool(info.get("TimeLimit.truncated", False))
-            terminated = bool(done) and not truncated
-        else:
+        if len(result) not in (4, 5):
             raise TypeError(
                 f"env {self.env_name!r}: step() returned {len(result)} values; expected "
                 f"(obs, reward, terminated, truncated, info) or old Gym's (obs, reward, done, info)"
             )
+        obs, reward, *flags, info = result
+        self._check_info(info, "step()")
+        if len(flags) == 2:
+            terminated, truncated = flags
+        else:  # old Gym folds the time limit into done
+            truncated = bool(info.get("TimeLimit.truncated", False))
+            terminated = bool(flags[0]) and not truncated
         self._episode_step += 1
         if self._own_limit is not None and self._episode_step >= self._own_limit and not terminated:
             truncated = True
@@ -216,6 +216,10 @@ class PreprocessEnv(gym.Env):
             reward = float(np.asarray(reward).item())
         self._last_state = self._state(obs)
         return self._last_state, reward, bool(terminated), bool(truncated), info
+
+    def _check_info(self, info: Any, where: str) -> None:
+        if problem := _info_problem(info, where):  # check_env names the same problem before training
+            raise TypeError(f"env {self.env_name!r}: {problem}")
 
     def _raise_non_finite_action(self, action: np.ndarray) -> None:
         if self._last_state is not None and not np.isfinite(self._last_state).all():  # the policy only passed it on
@@ -372,7 +376,9 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
             result = raw.reset(seed=0) if _takes_seed(raw.reset) else raw.reset()
         except Exception as error:
             raise ValueError(_problem_report(name, [f"reset() raised {type(error).__name__}: {error}"])) from error
-        if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):
+        if isinstance(result, tuple) and len(result) == 2:  # as PreprocessEnv.reset reads it
+            if problem := _info_problem(result[1], "reset()"):
+                problems.append(problem)
             return result[0]
         notes.append("reset() returns the observation alone (the old Gym API); PreprocessEnv converts it, "
                       "but Gymnasium's reset(seed=None, options=None) returns (observation, info)")
@@ -405,14 +411,16 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
                          "info['TimeLimit.truncated'] for time limits; Gymnasium returns (obs, reward, terminated, truncated, info)")
         obs, reward, *flags, info = result
         check_obs(obs, where)
-        if np.ndim(reward) != 0 or not np.isreal(reward) or isinstance(reward, (bool, np.bool_)):
+        if np.size(reward) != 1 or not np.all(np.isreal(reward)) or isinstance(reward, (bool, np.bool_)):
             problems.append(f"{where} returned reward {reward!r}; the reward must be one real number (a float)")
-        elif not np.isfinite(reward):
+        elif not np.all(np.isfinite(reward)):
             problems.append(f"{where} returned a non-finite reward ({reward})")
+        elif np.ndim(reward):
+            notes.append("step() returns the reward as an array of one element; PreprocessEnv converts it to a float, Gymnasium's type")
         if not all(isinstance(flag, (bool, np.bool_)) for flag in flags):
             problems.append(f"{where} returned terminated/truncated flags {flags!r}; they must be bools")
-        if not isinstance(info, dict):
-            problems.append(f"{where} returned info of type {type(info).__name__}; info must be a dict")
+        if problem := _info_problem(info, where):
+            problems.append(problem)
         if problems:
             break
         if any(bool(flag) for flag in flags):
@@ -420,6 +428,13 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
     if problems:
         raise ValueError(_problem_report(name, problems))
     return sorted(set(notes), key=notes.index)
+
+
+def _info_problem(info: Any, where: str) -> str | None:
+    """What is wrong with `info`, if anything: the words check_env and PreprocessEnv both use."""
+    if isinstance(info, dict):
+        return None
+    return f"{where} returned info of type {type(info).__name__}; info must be a dict (return {{}} for no information)"
 
 
 def _is_discrete(space: Any) -> bool:
