@@ -63,7 +63,8 @@ class PreprocessEnv(gym.Env):
         target_return: the evaluation return that counts as solved; by default the spec's
             ``reward_threshold``, else a known target for common envs, else never solved (inf).
         max_step: the episode length limit; by default the env's own. An env without a limit
-            gets ``DEFAULT_MAX_STEP`` (with a warning) so that no episode runs forever.
+            gets ``DEFAULT_MAX_STEP`` so that no episode runs forever (with a warning when an
+            episode reaches it without the env ending it).
         **make_kwargs: passed to ``gymnasium.make`` when ``env`` is an id (e.g. ``render_mode``).
 
     Attributes the agents read: ``env_name, state_dim, action_dim, if_discrete, max_step,
@@ -103,12 +104,8 @@ class PreprocessEnv(gym.Env):
 
         own_limit = getattr(spec, "max_episode_steps", None) or getattr(env, "_max_episode_steps", None)
         self._own_limit = max_step if max_step is not None else (None if own_limit else DEFAULT_MAX_STEP)
-        if max_step is None and not own_limit:
-            warnings.warn(
-                f"env {self.env_name!r} has no time limit; episodes are truncated at "
-                f"max_step={DEFAULT_MAX_STEP}. Pass PreprocessEnv(env, max_step=...) to change this.",
-                stacklevel=2,
-            )
+        # many envs without a limit end their own episodes (StockTradingEnv): warn only if one reaches the default
+        self._warn_at_limit = max_step is None and not own_limit
         self.max_step: int = int(max_step or own_limit or DEFAULT_MAX_STEP)
         self._episode_step = 0
         self._last_state: np.ndarray | None = None
@@ -211,6 +208,11 @@ class PreprocessEnv(gym.Env):
             terminated = bool(flags[0]) and not truncated
         self._episode_step += 1
         if self._own_limit is not None and self._episode_step >= self._own_limit and not terminated:
+            if self._warn_at_limit and not truncated:
+                self._warn_at_limit = False  # once per env
+                warnings.warn(f"env {self.env_name!r} ran {self._own_limit} steps without ending its episode and has no time limit, "
+                              f"so its episodes are truncated at max_step={self._own_limit}. To set the limit: PreprocessEnv(env, "
+                              f"max_step=N), Arguments(max_step=N) or --max-step N on the command line.", stacklevel=2)
             truncated = True
         if type(reward) is not float:  # a numpy scalar, an int, or an array of one element
             reward = float(np.asarray(reward).item())
@@ -252,7 +254,7 @@ def clone_env(env: PreprocessEnv, fix: str = "Pass one: Arguments(eval_env=Prepr
     except Exception as copy_error:
         spec = getattr(env.env, "spec", None)
         try:
-            return PreprocessEnv(gym.make(spec), target_return=env.target_return, max_step=env._own_limit)
+            return PreprocessEnv(gym.make(spec), target_return=env.target_return, max_step=_limit_to_pass_on(env))
         except Exception:
             raise TypeError(
                 f"cannot make a second instance of env {env.env_name!r}: deepcopy fails ({copy_error}) "
@@ -283,7 +285,12 @@ def env_recipe(env: PreprocessEnv) -> Callable[[], PreprocessEnv]:
             if spec is None or spec.id not in gym.registry:
                 raise
             maker = spec.id
-    return functools.partial(_remake_env, maker, env.target_return, env._own_limit, _travelling(env._make_kwargs, env.env_name))
+    return functools.partial(_remake_env, maker, env.target_return, _limit_to_pass_on(env), _travelling(env._make_kwargs, env.env_name))
+
+
+def _limit_to_pass_on(env: PreprocessEnv) -> int | None:
+    """The max_step that makes `env` again: None while the default limit is in force and unannounced, so the copy warns too."""
+    return None if env._warn_at_limit else env._own_limit
 
 
 def _travelling(thing: Any, env_name: str) -> bytes:
