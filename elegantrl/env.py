@@ -166,6 +166,7 @@ class PreprocessEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         """Resets the env; returns ``(state, info)`` like Gymnasium, also for old-Gym envs."""
+        super().reset(seed=seed)  # seeds this env's np_random (np_random_seed), as the Gym API says reset(seed) does
         if seed is not None:
             self.action_space.seed(seed)
         self._episode_step = 0

@@ -358,3 +358,38 @@ def test_an_env_recipe_keeps_a_preprocess_env_subclass():
     copy.reset(seed=0)
     assert type(copy) is NoRewardEnv and copy.step(0)[1] == 0.0
 
+
+# Gymnasium's checker warns about these by design; none is a fault of the env under test.
+KNOWN_CHECKER_WARNINGS = (
+    "error::UserWarning",
+    # CartPole's velocities and StockTradingEnv's features are unbounded: a Box of infinite bounds is what they are
+    "ignore:.*A Box observation space (minimum|maximum) value is (-)?infinity:UserWarning",
+    # the render-mode check needs a spec; an env made without gymnasium.make has none
+    "ignore:.*Not able to test alternative render modes:UserWarning",
+)
+
+
+@pytest.mark.filterwarnings(*KNOWN_CHECKER_WARNINGS)
+@pytest.mark.parametrize("make", [
+    lambda: PreprocessEnv(gym.make("CartPole-v1")),
+    lambda: PreprocessEnv(gym.make("Pendulum-v1")),
+    lambda: PreprocessEnv(gym.make("LunarLander-v3")),
+    lambda: PreprocessEnv(OldGymCounter(limit=5), max_step=10),
+    lambda: StockTradingEnv(),
+    lambda: PreprocessEnv(StockTradingEnv()),
+], ids=["CartPole", "Pendulum", "LunarLander", "old-Gym", "StockTrading", "PreprocessEnv(StockTrading)"])
+def test_gymnasium_and_stable_baselines3_env_checkers_pass(make):
+    from gymnasium.utils.env_checker import check_env as gymnasium_check_env
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    gymnasium_check_env(make())
+    sb3_check_env(make())
+
+
+def test_reset_seeds_the_wrappers_own_random_generator_as_the_gym_api_says():
+    env = PreprocessEnv(OldGymCounter(), max_step=10)  # an old-Gym env: its reset() takes no seed
+    env.reset(seed=5)
+    first = env.np_random.random()
+    env.reset(seed=5)
+    assert env.np_random_seed == 5 and env.np_random.random() == first
+    assert clone_env(env).np_random.random() == env.np_random.random()  # a copy carries the generator's state
