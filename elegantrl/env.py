@@ -40,7 +40,7 @@ def make_env(env_id: str, **kwargs: Any) -> gym.Env:
     except gym.error.DependencyNotInstalled as error:
         raise ImportError(
             f"env {env_id!r} needs an optional dependency: {error}. "
-            f"For Box2D envs (LunarLander, BipedalWalker) run: pip install 'elegantrl[box2d]'"
+            f"For Box2D envs (LunarLander, BipedalWalker) run: pip install 'gymnasium[box2d]'"
         ) from error
     except (gym.error.UnregisteredEnv, gym.error.DeprecatedEnv, gym.error.VersionNotFound) as error:
         namespace = env_id.split("/")[0] if "/" in env_id else None
