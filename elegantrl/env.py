@@ -88,11 +88,9 @@ class PreprocessEnv(gym.Env):
                             f"pass an env instance, e.g. PreprocessEnv(MyEnv()) or PreprocessEnv(make_my_env())")
         missing = [name for name in ("reset", "step", "observation_space", "action_space") if not hasattr(env, name)]
         if missing or not callable(env.reset) or not callable(env.step):
-            raise TypeError(
-                f"PreprocessEnv expects a Gym-API env (with reset(), step(action), observation_space "
-                f"and action_space) or an env id string, but got {type(env).__name__} missing {missing}. "
-                f"See https://gymnasium.farama.org/introduction/create_custom_env/"
-            )
+            raise TypeError(f"PreprocessEnv expects a Gym-API env (with reset(), step(action), observation_space and action_space) "
+                            f"or an env id string, but got {type(env).__name__} missing {missing}. "
+                            f"See https://gymnasium.farama.org/introduction/create_custom_env/")
         self.env = env
         spec = self.spec = getattr(env, "spec", None)
         self.env_name: str = getattr(spec, "id", None) or type(getattr(env, "unwrapped", env)).__name__
@@ -196,10 +194,8 @@ class PreprocessEnv(gym.Env):
                 action = np.rint(action).astype(self._action_dtype)
         result = self.env.step(action)
         if len(result) not in (4, 5):
-            raise TypeError(
-                f"env {self.env_name!r}: step() returned {len(result)} values; expected "
-                f"(obs, reward, terminated, truncated, info) or old Gym's (obs, reward, done, info)"
-            )
+            raise TypeError(f"env {self.env_name!r}: step() returned {len(result)} values; expected "
+                            f"(obs, reward, terminated, truncated, info) or old Gym's (obs, reward, done, info)")
         obs, reward, *flags, info = result
         self._check_info(info, "step()")
         if len(flags) == 2:
@@ -255,7 +251,7 @@ def clone_env(env: PreprocessEnv, fix: str = "Pass one: Arguments(eval_env=Prepr
     except Exception as copy_error:
         spec = getattr(env.env, "spec", None)
         try:
-            return PreprocessEnv(gym.make(spec), target_return=env.target_return, max_step=_limit_to_pass_on(env))
+            return PreprocessEnv(gym.make(spec), target_return=env.target_return, max_step=_copy_limit(env))
         except Exception:
             raise TypeError(
                 f"cannot make a second instance of env {env.env_name!r}: deepcopy fails ({copy_error}) "
@@ -286,12 +282,11 @@ def env_recipe(env: PreprocessEnv) -> Callable[[], PreprocessEnv]:
             if spec is None or spec.id not in gym.registry:
                 raise
             maker = spec.id
-    return functools.partial(_remake_env, maker, env.target_return, _limit_to_pass_on(env), _travelling(env._make_kwargs, env.env_name))
+    return functools.partial(_remake_env, maker, env.target_return, _copy_limit(env), _travelling(env._make_kwargs, env.env_name))
 
 
-def _limit_to_pass_on(env: PreprocessEnv) -> int | None:
-    """The max_step that makes `env` again: None while the default limit is in force and unannounced, so the copy warns too."""
-    return None if env._warn_at_limit else env._own_limit
+def _copy_limit(env: PreprocessEnv) -> int | None:
+    return None if env._warn_at_limit else env._own_limit  # None: the copy gets the default limit and warns at it too
 
 
 def _travelling(thing: Any, env_name: str) -> bytes:
@@ -440,9 +435,7 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
 
 def _info_problem(info: Any, where: str) -> str | None:
     """What is wrong with `info`, if anything: the words check_env and PreprocessEnv both use."""
-    if isinstance(info, dict):
-        return None
-    return f"{where} returned info of type {type(info).__name__}; info must be a dict (return {{}} for no information)"
+    return None if isinstance(info, dict) else f"{where} returned info of type {type(info).__name__}; info must be a dict (return {{}} for none)"
 
 
 def _is_discrete(space: Any) -> bool:
