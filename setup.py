@@ -22,7 +22,8 @@ setup(
     ],
     extras_require={
         "box2d": ["gymnasium[box2d]>=1.0,<2"],
-        "test": ["pytest>=7", "pytest-timeout>=2", "gymnasium[box2d]>=1.0,<2", "nbclient>=0.7", "nbformat>=5", "ipykernel>=6", "tensorboard>=2.10"],
+        "test": ["pytest>=7", "pytest-timeout>=2", "gymnasium[box2d]>=1.0,<2", "nbclient>=0.7", "nbformat>=5", "ipykernel>=6", "tensorboard>=2.10",
+                 "stable-baselines3>=2.3"],  # its env checker, run on PreprocessEnv in the tests
         "tensorboard": ["tensorboard>=2.10"],
         "bench": ["stable-baselines3>=2.3", "gymnasium[box2d]>=1.0,<2"],
     },

@@ -40,7 +40,7 @@ def make_env(env_id: str, **kwargs: Any) -> gym.Env:
     except gym.error.DependencyNotInstalled as error:
         raise ImportError(
             f"env {env_id!r} needs an optional dependency: {error}. "
-            f"For Box2D envs (LunarLander, BipedalWalker) run: pip install 'elegantrl[box2d]'"
+            f"For Box2D envs (LunarLander, BipedalWalker) run: pip install 'gymnasium[box2d]'"
         ) from error
     except (gym.error.UnregisteredEnv, gym.error.DeprecatedEnv, gym.error.VersionNotFound) as error:
         namespace = env_id.split("/")[0] if "/" in env_id else None
@@ -63,7 +63,8 @@ class PreprocessEnv(gym.Env):
         target_return: the evaluation return that counts as solved; by default the spec's
             ``reward_threshold``, else a known target for common envs, else never solved (inf).
         max_step: the episode length limit; by default the env's own. An env without a limit
-            gets ``DEFAULT_MAX_STEP`` (with a warning) so that no episode runs forever.
+            gets ``DEFAULT_MAX_STEP`` so that no episode runs forever (with a warning when an
+            episode reaches it without the env ending it).
         **make_kwargs: passed to ``gymnasium.make`` when ``env`` is an id (e.g. ``render_mode``).
 
     Attributes the agents read: ``env_name, state_dim, action_dim, if_discrete, max_step,
@@ -87,11 +88,9 @@ class PreprocessEnv(gym.Env):
                             f"pass an env instance, e.g. PreprocessEnv(MyEnv()) or PreprocessEnv(make_my_env())")
         missing = [name for name in ("reset", "step", "observation_space", "action_space") if not hasattr(env, name)]
         if missing or not callable(env.reset) or not callable(env.step):
-            raise TypeError(
-                f"PreprocessEnv expects a Gym-API env (with reset(), step(action), observation_space "
-                f"and action_space) or an env id string, but got {type(env).__name__} missing {missing}. "
-                f"See https://gymnasium.farama.org/introduction/create_custom_env/"
-            )
+            raise TypeError(f"PreprocessEnv expects a Gym-API env (with reset(), step(action), observation_space and action_space) "
+                            f"or an env id string, but got {type(env).__name__} missing {missing}. "
+                            f"See https://gymnasium.farama.org/introduction/create_custom_env/")
         self.env = env
         spec = self.spec = getattr(env, "spec", None)
         self.env_name: str = getattr(spec, "id", None) or type(getattr(env, "unwrapped", env)).__name__
@@ -103,12 +102,8 @@ class PreprocessEnv(gym.Env):
 
         own_limit = getattr(spec, "max_episode_steps", None) or getattr(env, "_max_episode_steps", None)
         self._own_limit = max_step if max_step is not None else (None if own_limit else DEFAULT_MAX_STEP)
-        if max_step is None and not own_limit:
-            warnings.warn(
-                f"env {self.env_name!r} has no time limit; episodes are truncated at "
-                f"max_step={DEFAULT_MAX_STEP}. Pass PreprocessEnv(env, max_step=...) to change this.",
-                stacklevel=2,
-            )
+        # many envs without a limit end their own episodes (StockTradingEnv): warn only if one reaches the default
+        self._warn_at_limit = max_step is None and not own_limit
         self.max_step: int = int(max_step or own_limit or DEFAULT_MAX_STEP)
         self._episode_step = 0
         self._last_state: np.ndarray | None = None
@@ -169,6 +164,7 @@ class PreprocessEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         """Resets the env; returns ``(state, info)`` like Gymnasium, also for old-Gym envs."""
+        super().reset(seed=seed)  # seeds this env's np_random (np_random_seed), as the Gym API says reset(seed) does
         if seed is not None:
             self.action_space.seed(seed)
         self._episode_step = 0
@@ -178,10 +174,9 @@ class PreprocessEnv(gym.Env):
             if seed is not None and hasattr(self.env, "seed"):
                 self.env.seed(seed)
             result = self.env.reset()
-        if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):
-            obs, info = result
-        else:
-            obs, info = result, {}
+        # Gymnasium's (obs, info); an old-Gym obs is an array or an int, never a pair
+        obs, info = result if isinstance(result, tuple) and len(result) == 2 else (result, {})
+        self._check_info(info, "reset()")
         self._last_state = self._state(obs)  # kept only to tell a NaN state from a diverged actor
         return self._last_state, info
 
@@ -198,24 +193,32 @@ class PreprocessEnv(gym.Env):
             if self._action_dtype is not None:
                 action = np.rint(action).astype(self._action_dtype)
         result = self.env.step(action)
-        if len(result) == 5:
-            obs, reward, terminated, truncated, info = result
-        elif len(result) == 4:  # old Gym folds the time limit into done
-            obs, reward, done, info = result
+        if len(result) not in (4, 5):
+            raise TypeError(f"env {self.env_name!r}: step() returned {len(result)} values; expected "
+                            f"(obs, reward, terminated, truncated, info) or old Gym's (obs, reward, done, info)")
+        obs, reward, *flags, info = result
+        self._check_info(info, "step()")
+        if len(flags) == 2:
+            terminated, truncated = flags
+        else:  # old Gym folds the time limit into done
             truncated = bool(info.get("TimeLimit.truncated", False))
-            terminated = bool(done) and not truncated
-        else:
-            raise TypeError(
-                f"env {self.env_name!r}: step() returned {len(result)} values; expected "
-                f"(obs, reward, terminated, truncated, info) or old Gym's (obs, reward, done, info)"
-            )
+            terminated = bool(flags[0]) and not truncated
         self._episode_step += 1
         if self._own_limit is not None and self._episode_step >= self._own_limit and not terminated:
+            if self._warn_at_limit and not truncated:
+                self._warn_at_limit = False  # once per env
+                warnings.warn(f"env {self.env_name!r} ran {self._own_limit} steps without ending its episode and has no time limit, "
+                              f"so its episodes are truncated at max_step={self._own_limit}. To set the limit: PreprocessEnv(env, "
+                              f"max_step=N), Arguments(max_step=N) or --max-step N on the command line.", stacklevel=2)
             truncated = True
         if type(reward) is not float:  # a numpy scalar, an int, or an array of one element
             reward = float(np.asarray(reward).item())
         self._last_state = self._state(obs)
         return self._last_state, reward, bool(terminated), bool(truncated), info
+
+    def _check_info(self, info: Any, where: str) -> None:
+        if problem := _info_problem(info, where):  # check_env names the same problem before training
+            raise TypeError(f"env {self.env_name!r}: {problem}")
 
     def _raise_non_finite_action(self, action: np.ndarray) -> None:
         if self._last_state is not None and not np.isfinite(self._last_state).all():  # the policy only passed it on
@@ -248,7 +251,7 @@ def clone_env(env: PreprocessEnv, fix: str = "Pass one: Arguments(eval_env=Prepr
     except Exception as copy_error:
         spec = getattr(env.env, "spec", None)
         try:
-            return PreprocessEnv(gym.make(spec), target_return=env.target_return, max_step=env._own_limit)
+            return PreprocessEnv(gym.make(spec), target_return=env.target_return, max_step=_copy_limit(env))
         except Exception:
             raise TypeError(
                 f"cannot make a second instance of env {env.env_name!r}: deepcopy fails ({copy_error}) "
@@ -279,7 +282,11 @@ def env_recipe(env: PreprocessEnv) -> Callable[[], PreprocessEnv]:
             if spec is None or spec.id not in gym.registry:
                 raise
             maker = spec.id
-    return functools.partial(_remake_env, maker, env.target_return, env._own_limit, _travelling(env._make_kwargs, env.env_name))
+    return functools.partial(_remake_env, maker, env.target_return, _copy_limit(env), _travelling(env._make_kwargs, env.env_name))
+
+
+def _copy_limit(env: PreprocessEnv) -> int | None:
+    return None if env._warn_at_limit else env._own_limit  # None: the copy gets the default limit and warns at it too
 
 
 def _travelling(thing: Any, env_name: str) -> bytes:
@@ -372,7 +379,9 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
             result = raw.reset(seed=0) if _takes_seed(raw.reset) else raw.reset()
         except Exception as error:
             raise ValueError(_problem_report(name, [f"reset() raised {type(error).__name__}: {error}"])) from error
-        if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):
+        if isinstance(result, tuple) and len(result) == 2:  # as PreprocessEnv.reset reads it
+            if problem := _info_problem(result[1], "reset()"):
+                problems.append(problem)
             return result[0]
         notes.append("reset() returns the observation alone (the old Gym API); PreprocessEnv converts it, "
                       "but Gymnasium's reset(seed=None, options=None) returns (observation, info)")
@@ -405,14 +414,16 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
                          "info['TimeLimit.truncated'] for time limits; Gymnasium returns (obs, reward, terminated, truncated, info)")
         obs, reward, *flags, info = result
         check_obs(obs, where)
-        if np.ndim(reward) != 0 or not np.isreal(reward) or isinstance(reward, (bool, np.bool_)):
+        if np.size(reward) != 1 or not np.all(np.isreal(reward)) or isinstance(reward, (bool, np.bool_)):
             problems.append(f"{where} returned reward {reward!r}; the reward must be one real number (a float)")
-        elif not np.isfinite(reward):
+        elif not np.all(np.isfinite(reward)):
             problems.append(f"{where} returned a non-finite reward ({reward})")
+        elif np.ndim(reward):
+            notes.append("step() returns the reward as an array of one element; PreprocessEnv converts it to a float, Gymnasium's type")
         if not all(isinstance(flag, (bool, np.bool_)) for flag in flags):
             problems.append(f"{where} returned terminated/truncated flags {flags!r}; they must be bools")
-        if not isinstance(info, dict):
-            problems.append(f"{where} returned info of type {type(info).__name__}; info must be a dict")
+        if problem := _info_problem(info, where):
+            problems.append(problem)
         if problems:
             break
         if any(bool(flag) for flag in flags):
@@ -420,6 +431,11 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
     if problems:
         raise ValueError(_problem_report(name, problems))
     return sorted(set(notes), key=notes.index)
+
+
+def _info_problem(info: Any, where: str) -> str | None:
+    """What is wrong with `info`, if anything: the words check_env and PreprocessEnv both use."""
+    return None if isinstance(info, dict) else f"{where} returned info of type {type(info).__name__}; info must be a dict (return {{}} for none)"
 
 
 def _is_discrete(space: Any) -> bool:

@@ -4,7 +4,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from elegantrl.env import check_env
+from elegantrl.env import PreprocessEnv, check_env
 
 
 class GoodEnv(gym.Env):
@@ -72,6 +72,17 @@ class InfoNotDict(GoodEnv):
         return obs, reward, terminated, truncated, None
 
 
+class InfoNoneFromReset(GoodEnv):
+    def reset(self, *, seed=None, options=None):
+        return super().reset(seed=seed)[0], None
+
+
+class OneElementReward(GoodEnv):
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, np.array([reward]), terminated, truncated, info
+
+
 class OldGymEnv:
     observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
     action_space = gym.spaces.Discrete(2)
@@ -104,6 +115,25 @@ def test_a_correct_env_and_the_registered_envs_pass():
 def test_broken_envs_get_the_problem_named(env, message):
     with pytest.raises(ValueError, match=message):
         check_env(env)
+
+
+@pytest.mark.parametrize("env, where", [(InfoNoneFromReset(), r"reset\(\)"), (InfoNotDict(), r"step\(\) #1")])
+def test_info_none_is_blamed_on_info_by_check_env_and_preprocess_env_alike(env, where):
+    message = where + r" returned info of type NoneType; info must be a dict"
+    with pytest.raises(ValueError, match=message) as error:
+        check_env(env)
+    assert "observation" not in str(error.value)  # (obs, None) is not mistaken for old Gym's bare observation
+    wrapped = PreprocessEnv(env, max_step=5)
+    with pytest.raises(TypeError, match=message.replace(" #1", "")):
+        wrapped.reset(seed=0)
+        wrapped.step(wrapped.action_space.sample())
+
+
+def test_a_reward_of_one_element_is_accepted_by_both_with_a_note():
+    assert any("array of one element" in note for note in check_env(OneElementReward()))
+    env = PreprocessEnv(OneElementReward(), max_step=5)
+    env.reset(seed=0)
+    assert type(env.step(np.zeros(2))[1]) is float
 
 
 def test_something_that_is_not_an_env():

@@ -1,12 +1,13 @@
 """PreprocessEnv: Gymnasium envs, env ids, old-Gym envs, and what is not an env."""
 
 import threading
+import warnings
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
-from elegantrl.env import PreprocessEnv, build_vector_env, check_env, clone_env
+from elegantrl.env import DEFAULT_MAX_STEP, PreprocessEnv, StockTradingEnv, build_vector_env, check_env, clone_env
 
 
 class OldGymCounter:
@@ -86,8 +87,6 @@ def test_unsupported_observation_space_names_the_fix():
 
 def test_old_gym_env_is_presented_with_the_gymnasium_api():
     env = PreprocessEnv(OldGymCounter(limit=3), max_step=10)
-    with pytest.warns(UserWarning, match="no time limit"):
-        PreprocessEnv(OldGymCounter())
     state, info = env.reset(seed=7)
     assert state.dtype == np.float32 and info == {} and env.env.seeded == 7
     for _ in range(2):
@@ -111,6 +110,30 @@ def test_env_without_time_limit_is_truncated_at_max_step():
     env.reset(seed=0)
     flags = [env.step(i % 2)[3] for i in range(4)]
     assert flags == [False, False, False, True]
+
+
+def test_an_env_that_ends_its_own_episodes_gets_no_time_limit_warning():
+    env = PreprocessEnv(StockTradingEnv())  # no spec and no limit, but it truncates itself before DEFAULT_MAX_STEP
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env.reset(seed=0)
+        steps = next(t for t in range(1, DEFAULT_MAX_STEP + 1) if env.step(np.zeros(5))[3])
+    assert steps == env.env.max_step < DEFAULT_MAX_STEP
+
+
+def test_an_env_that_never_ends_warns_once_when_it_reaches_the_default_limit():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        env = PreprocessEnv(SpaceEnv(gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Discrete(2)))  # never ends an episode
+        for episode in range(2):
+            env.reset(seed=0)
+            flags = [env.step(0)[2:4] for _ in range(DEFAULT_MAX_STEP - 1)]
+            assert len(caught) == episode  # not at construction, nor before the limit
+            assert not any(any(pair) for pair in flags) and env.step(0)[2:4] == (False, True)  # truncated, never terminated
+            assert len(caught) == 1  # at the limit, once per env
+    message = str(caught[0].message)
+    assert f"max_step={DEFAULT_MAX_STEP}" in message
+    assert all(fix in message for fix in ("PreprocessEnv(env, max_step=N)", "Arguments(max_step=N)", "--max-step N"))
 
 
 def test_discrete_observations_become_one_hot():
@@ -334,3 +357,39 @@ def test_an_env_recipe_keeps_a_preprocess_env_subclass():
     copy = pickle.loads(pickle.dumps(env_recipe(NoRewardEnv("CartPole-v1"))))()
     copy.reset(seed=0)
     assert type(copy) is NoRewardEnv and copy.step(0)[1] == 0.0
+
+
+# Gymnasium's checker warns about these by design; none is a fault of the env under test.
+KNOWN_CHECKER_WARNINGS = (
+    "error::UserWarning",
+    # CartPole's velocities and StockTradingEnv's features are unbounded: a Box of infinite bounds is what they are
+    "ignore:.*A Box observation space (minimum|maximum) value is (-)?infinity:UserWarning",
+    # the render-mode check needs a spec; an env made without gymnasium.make has none
+    "ignore:.*Not able to test alternative render modes:UserWarning",
+)
+
+
+@pytest.mark.filterwarnings(*KNOWN_CHECKER_WARNINGS)
+@pytest.mark.parametrize("make", [
+    lambda: PreprocessEnv(gym.make("CartPole-v1")),
+    lambda: PreprocessEnv(gym.make("Pendulum-v1")),
+    lambda: PreprocessEnv(gym.make("LunarLander-v3")),
+    lambda: PreprocessEnv(OldGymCounter(limit=5), max_step=10),
+    lambda: StockTradingEnv(),
+    lambda: PreprocessEnv(StockTradingEnv()),
+], ids=["CartPole", "Pendulum", "LunarLander", "old-Gym", "StockTrading", "PreprocessEnv(StockTrading)"])
+def test_gymnasium_and_stable_baselines3_env_checkers_pass(make):
+    from gymnasium.utils.env_checker import check_env as gymnasium_check_env
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    gymnasium_check_env(make())
+    sb3_check_env(make())
+
+
+def test_reset_seeds_the_wrappers_own_random_generator_as_the_gym_api_says():
+    env = PreprocessEnv(OldGymCounter(), max_step=10)  # an old-Gym env: its reset() takes no seed
+    env.reset(seed=5)
+    first = env.np_random.random()
+    env.reset(seed=5)
+    assert env.np_random_seed == 5 and env.np_random.random() == first
+    assert clone_env(env).np_random.random() == env.np_random.random()  # a copy carries the generator's state
