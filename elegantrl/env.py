@@ -100,11 +100,13 @@ class PreprocessEnv(gym.Env):
         self.observation_space, self.state_dim, self._obs_n = self._convert_observation_space(env.observation_space)
         self.action_space, self.action_dim, self.if_discrete = self._convert_action_space(env.action_space)
 
-        own_limit = getattr(spec, "max_episode_steps", None) or getattr(env, "_max_episode_steps", None)
-        self._own_limit = max_step if max_step is not None else (None if own_limit else DEFAULT_MAX_STEP)
+        own_limit = self._env_limit()
+        self._own_limit = None if own_limit else DEFAULT_MAX_STEP
         # many envs without a limit end their own episodes (StockTradingEnv): warn only if one reaches the default
-        self._warn_at_limit = max_step is None and not own_limit
-        self.max_step: int = int(max_step or own_limit or DEFAULT_MAX_STEP)
+        self._warn_at_limit = not own_limit
+        self.max_step: int = int(own_limit or DEFAULT_MAX_STEP)
+        if max_step is not None:
+            self.set_max_step(max_step)
         self._episode_step = 0
         self._last_state: np.ndarray | None = None
 
@@ -226,6 +228,17 @@ class PreprocessEnv(gym.Env):
                                      f"step {self._episode_step}; check the env's step() and reset(), or clip its outputs")
         raise FloatingPointError(f"env {self.env_name!r} was given a non-finite action {action}: the actor's weights have "
                                  f"diverged (NaN or inf). Try a lower learning_rate or reward_scale.")
+
+    def _env_limit(self) -> int | None:
+        return getattr(self.spec, "max_episode_steps", None) or getattr(self.env, "_max_episode_steps", None)
+
+    def set_max_step(self, max_step: int) -> None:
+        """Truncates episodes at `max_step` env steps (a time limit: truncated, not terminated)."""
+        own_limit = self._env_limit()
+        if own_limit and own_limit < max_step:
+            warnings.warn(f"env {self.env_name!r} truncates its episodes itself at {own_limit} steps, before max_step={max_step}; "
+                          f"to lengthen them, make it with gymnasium.make(id, max_episode_steps={max_step})", stacklevel=2)
+        self._own_limit, self.max_step, self._warn_at_limit = int(max_step), int(min(max_step, own_limit or max_step)), False
 
     def render(self) -> Any:
         """Renders the wrapped env."""

@@ -88,6 +88,8 @@ class Arguments:
     eval_times2: int = _arg(8, "extra episodes that confirm a new best before it is saved", int)
     if_print: bool = _arg(True, "print one progress line per evaluation", bool)
     if_tensorboard: bool = _arg(False, "also log the evaluation figures to TensorBoard, in cwd/tensorboard", bool)
+    max_step: int | None = _arg(None, "a time limit: episodes are truncated (not terminated) after this many env steps; "
+                                      "by default the env's own, else 1000", int)
     _made_folders: list[str] = field(default_factory=list, init=False, repr=False, compare=False)  # by prepare_cwd
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -115,9 +117,14 @@ class Arguments:
             raise TypeError(f"Arguments.agent must be an elegantrl agent such as AgentD3QN(), got {self.agent!r}")
         if self.env is None:
             raise ValueError("Arguments.env is not set: use e.g. Arguments(agent=..., env=PreprocessEnv('CartPole-v1'))")
-        self.env = as_preprocess_env(self.env)
+        if self.max_step is not None and (type(self.max_step) is not int or self.max_step <= 0):
+            raise ValueError(f"Arguments.max_step must be a positive int, got {self.max_step!r}")
+        make_kwargs = {} if self.max_step is None else {"max_episode_steps": self.max_step}  # for an env id: its own limit too
+        self.env = as_preprocess_env(self.env, **make_kwargs)
         if self.eval_env is not None:
-            self.eval_env = as_preprocess_env(self.eval_env)
+            self.eval_env = as_preprocess_env(self.eval_env, **make_kwargs)
+        for env in filter(None, (self.env, self.eval_env) if self.max_step else ()):
+            env.set_max_step(self.max_step)
         self._check_agent_fits_env()
         if self.eval_env is not None:
             sizes = [(e.state_dim, e.action_dim, e.if_discrete) for e in (self.env, self.eval_env)]
@@ -158,7 +165,7 @@ class Arguments:
             try:
                 importlib.import_module("torch.utils.tensorboard")
             except ImportError as error:
-                raise ImportError("if_tensorboard needs the tensorboard package: pip install 'elegantrl[tensorboard]'") from error
+                raise ImportError("if_tensorboard needs the tensorboard package: pip install tensorboard") from error
 
     def _check_agent_fits_env(self) -> None:
         agent_name, env = type(self.agent).__name__, self.env
@@ -191,7 +198,7 @@ class Arguments:
             if expected is float and not (math.isfinite(value) or spec.name == "target_return" and not math.isnan(value)):
                 raise ValueError(f"Arguments.{spec.name} must be a {'number' if spec.name == 'target_return' else 'finite number'}, got {value!r}")
         positive = ["net_dim", "batch_size", "repeat_times", "target_step", "max_memo", "learning_rate", "break_step",
-                    "eval_gap", "eval_times1", "num_threads", "num_envs", "reward_scale", "rollout_num"]
+                    "eval_gap", "eval_times1", "num_threads", "num_envs", "reward_scale", "rollout_num", "max_step"]
         for name in positive:  # None: a setting the agent does not use (max_memo for on-policy agents)
             if getattr(self, name) is not None and not getattr(self, name) > 0:
                 raise ValueError(f"Arguments.{name} must be positive, got {getattr(self, name)!r}")
@@ -261,9 +268,9 @@ class Arguments:
                                  f"task: {'; '.join(differ)}. Resume with the run's settings, or start a new run in another cwd")
 
 
-def as_preprocess_env(env: Any) -> PreprocessEnv:
-    """A `PreprocessEnv` for what `Arguments.env` may hold: a PreprocessEnv, an env, an env id, or a
-    zero-argument function (an env class included) that makes one, which is kept as its `source`."""
+def as_preprocess_env(env: Any, **make_kwargs: Any) -> PreprocessEnv:
+    """A `PreprocessEnv` for what `Arguments.env` may hold: a PreprocessEnv, an env, an env id (made with
+    `make_kwargs`), or a zero-argument function (an env class included) that makes one, kept as its `source`."""
     if isinstance(env, PreprocessEnv):
         return env
     if isinstance(env, type) or (callable(env) and not hasattr(env, "step")):
@@ -277,7 +284,7 @@ def as_preprocess_env(env: Any) -> PreprocessEnv:
         if wrapped.source is None:
             wrapped.source = env
         return wrapped
-    return PreprocessEnv(env)
+    return PreprocessEnv(env, **make_kwargs) if isinstance(env, str) else PreprocessEnv(env)
 
 
 # ---- the run folder: the library deletes only what it wrote --------------------------------
@@ -875,7 +882,7 @@ def main(argv: list[str] | None = None) -> int:
             if options["if_async_workers"]:
                 raise ValueError("--async-workers needs --rollout-num N: it is a setting of the worker processes")
             del options["rollout_num"]
-        args = Arguments(agent=agent_class(), env=PreprocessEnv(env_id), **options)
+        args = Arguments(agent=agent_class(), env=env_id, **options)
         (train_and_evaluate_mp if if_multiprocess else train_and_evaluate)(args)
     except (ValueError, TypeError, ImportError, FileExistsError, FileNotFoundError, FloatingPointError) as error:
         print(f"error: {in_flags(str(error))}", file=sys.stderr)

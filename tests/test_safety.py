@@ -258,3 +258,24 @@ def test_help_texts_say_the_real_defaults(tmp_path):
     result = cli("--help", cwd=tmp_path, timeout=60)
     text = " ".join(result.stdout.split())
     assert "by default runs/{env}_{agent}_{seed} (a new one if that exists)" in text and "exists) (default" not in text
+
+
+@pytest.mark.parametrize("max_step", [50, 300])  # shorter and longer than Pendulum's registered 200
+def test_max_step_is_the_time_limit_of_training_evaluation_and_worker_envs(max_step):
+    from elegantrl.agent import AgentSAC
+    from elegantrl.env import clone_env, env_recipe
+
+    args = Arguments(agent=AgentSAC(), env="Pendulum-v1", max_step=max_step)
+    args.check()
+    for env in (args.env, clone_env(args.env), env_recipe(args.env)()):  # trained on, evaluated on, sent to workers
+        env.reset(seed=0)
+        steps, terminated, truncated = 0, False, False
+        while not (terminated or truncated) and steps < 1000:
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            steps += 1
+        assert (steps, truncated, terminated, env.max_step) == (max_step, True, False, max_step)
+
+
+def test_max_step_is_a_flag_and_must_be_positive(tmp_path):
+    line = one_line_error(cli("--max-step", "0", "--break-step", "64", cwd=tmp_path))
+    assert "--max-step must be a positive int" in line
