@@ -395,8 +395,18 @@ class Evaluator:
         if os.path.isfile(self.csv_path):
             with open(self.csv_path, newline="") as file:
                 reader = csv.DictReader(file)
-                self.records = [{k: int(v) if k == "step" else float(v) for k, v in row.items() if v != ""} for row in reader]
+                rows = list(reader)
                 self.fields = list(reader.fieldnames or [])
+            self.records = []
+            for row in rows:
+                try:
+                    record = {k: int(v) if k == "step" else float(v) for k, v in row.items() if v != ""}
+                except (TypeError, ValueError):  # a row torn by a kill mid-write
+                    continue
+                if "best_return" in record and record["step"] <= total_steps:  # not past the checkpoint resumed
+                    self.records.append(record)
+            if len(self.records) < len(rows):  # rewritten: a torn last row would tear the next one appended too
+                self._write_csv(self.records, rewrite=True)
         if self.records:
             self.best_return = max(record["best_return"] for record in self.records)
             self.start_time -= self.records[-1]["seconds"]
@@ -463,14 +473,7 @@ class Evaluator:
         new_fields = [name for name in record if name not in self.fields]
         if new_fields:  # e.g. TD3's obj_actor, absent while no delayed actor step has run: rewrite with a wider header
             self.fields += new_fields
-        path = f"{self.csv_path}.tmp{os.getpid()}" if new_fields else self.csv_path  # a rewrite goes through a rename
-        with open(path, "w" if new_fields else "a", newline="") as file:
-            writer = csv.DictWriter(file, self.fields, restval="")
-            if new_fields:
-                writer.writeheader()
-            writer.writerows(self.records if new_fields else [record])
-        if new_fields:
-            os.replace(path, self.csv_path)
+        self._write_csv(self.records if new_fields else [record], rewrite=bool(new_fields))
         if self.if_print and (new_fields or len(self.records) == 1):
             print(f"{'step':>10} {'seconds':>8} {'return (mean ± std)':>21} {'best':>9}  " + "  ".join(f"{k:>12}" for k in self.fields[5:]))
         if self.writer is not None:
@@ -482,6 +485,17 @@ class Evaluator:
             r = record
             print(f"{r['step']:>10,d} {r['seconds']:>8.1f} {r['return_mean']:>10.2f} ± {r['return_std']:<8.2f} {r['best_return']:>9.2f}  "
                   + "  ".join(f"{r[k]:>12.4g}" if k in r else f"{'':>12}" for k in self.fields[5:]), flush=True)
+
+    def _write_csv(self, rows: list[dict[str, float]], rewrite: bool) -> None:
+        """Appends `rows` to recorder.csv, or writes the file anew with them, through a rename."""
+        path = f"{self.csv_path}.tmp{os.getpid()}" if rewrite else self.csv_path
+        with open(path, "w" if rewrite else "a", newline="") as file:
+            writer = csv.DictWriter(file, self.fields, restval="")
+            if rewrite:
+                writer.writeheader()
+            writer.writerows(rows)
+        if rewrite:
+            os.replace(path, self.csv_path)
 
     def save_curve(self) -> str:
         """Draws return against env steps, with the target line, into ``learning_curve.png`` (through a rename)."""

@@ -126,12 +126,16 @@ def test_sigkill_after_a_few_evaluations_leaves_a_checkpoint_that_resume_continu
     assert steps >= 3 * 256
     assert (tmp_path / "run" / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # drawn during the run
     rows = len(read_record(tmp_path / "run" / "recorder.csv"))
+    with open(tmp_path / "run" / "recorder.csv", "a") as file:
+        file.write(f"{steps + 1},12.5,-3")  # as a kill in the middle of appending a row would leave it
 
     result = cli(*flags, "--resume", "--break-step", str(steps + 512), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert f"resumed at env step {steps:,d}" in result.stdout
     record = read_record(tmp_path / "run" / "recorder.csv")
     assert len(record) > rows and int(record[-1]["step"]) == steps + 512
+    assert all(row["best_return"] for row in record)  # the torn row is gone, and did not tear the next
+    assert [int(row["step"]) for row in record] == sorted({int(row["step"]) for row in record})
     assert torch.load(tmp_path / "run" / "agent.pth", weights_only=True)["total_steps"] == steps + 512
 
 
@@ -195,11 +199,11 @@ def test_break_step_is_the_budget(agent, budget, tmp_path):
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("agent", ["D3QN", "DiscretePPO"])
-def test_two_runs_with_one_seed_and_two_envs_give_one_record(agent, tmp_path):
+@pytest.mark.parametrize("agent, envs", [("D3QN", "--no-async-envs"), ("D3QN", "--async-envs"), ("DiscretePPO", "--no-async-envs")])
+def test_two_runs_with_one_seed_and_two_envs_give_one_record(agent, envs, tmp_path):
     records = []
     for run in ("a", "b"):
-        flags = ["--agent", agent, "--cwd", run, "--seed", "7", "--num-envs", "2", "--break-step", "1024", "--eval-gap", "256"]
+        flags = ["--agent", agent, envs, "--cwd", run, "--seed", "7", "--num-envs", "2", "--break-step", "512", "--eval-gap", "128"]
         result = cli(*flags, *TINY, "--warmup-steps", "64" if agent == "D3QN" else "0", cwd=tmp_path)
         assert result.returncode == 0, result.stderr
         records.append([{k: v for k, v in row.items() if k != "seconds"} for row in read_record(tmp_path / run / "recorder.csv")])
