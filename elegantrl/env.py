@@ -81,8 +81,8 @@ class PreprocessEnv(gym.Env):
         # how to make the raw env again in another process (see env_recipe): an id, a function, or None
         self.source: str | Callable[[], Any] | None = env if isinstance(env, str) else None
         self._make_kwargs = make_kwargs
-        if isinstance(env, str):
-            env = make_env(env, **make_kwargs)
+        if isinstance(env, str):  # made with the limit, which may lengthen the registered one
+            env = make_env(env, **({"max_episode_steps": max_step} if max_step else {}) | make_kwargs)
         if isinstance(env, type) or (callable(env) and not hasattr(env, "step")):
             raise TypeError(f"PreprocessEnv got {getattr(env, '__name__', env)!r}, a class or function, not an env: "
                             f"pass an env instance, e.g. PreprocessEnv(MyEnv()) or PreprocessEnv(make_my_env())")
@@ -121,7 +121,7 @@ class PreprocessEnv(gym.Env):
             n, self._obs_start = int(space.n), int(getattr(space, "start", 0))
             return gym.spaces.Box(0.0, 1.0, (n,), np.float32), n, n
         if _is_box(space) or _is_multi_binary(space):
-            dim = int(np.prod(space.shape))
+            dim, self._obs_shape = int(np.prod(space.shape)), tuple(space.shape)
             low = np.broadcast_to(np.asarray(getattr(space, "low", 0.0), dtype=np.float32), space.shape).reshape(-1)
             high = np.broadcast_to(np.asarray(getattr(space, "high", 1.0), dtype=np.float32), space.shape).reshape(-1)
             return gym.spaces.Box(low, high, (dim,), np.float32), dim, None
@@ -162,7 +162,11 @@ class PreprocessEnv(gym.Env):
             state = np.zeros(self._obs_n, dtype=np.float32)
             state[int(obs) - self._obs_start] = 1.0
             return state
-        return np.asarray(obs, dtype=np.float32).reshape(-1)
+        state = np.asarray(obs, dtype=np.float32)
+        if state.shape != self._obs_shape:  # check_env refuses it too: a reshape would hide a wrong observation
+            raise ValueError(f"env {self.env_name!r} returned an observation of shape {state.shape}, but its "
+                             f"observation_space has shape {self._obs_shape}")
+        return state.reshape(-1)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         """Resets the env; returns ``(state, info)`` like Gymnasium, also for old-Gym envs."""
@@ -176,8 +180,7 @@ class PreprocessEnv(gym.Env):
             if seed is not None and hasattr(self.env, "seed"):
                 self.env.seed(seed)
             result = self.env.reset()
-        # Gymnasium's (obs, info); an old-Gym obs is an array or an int, never a pair
-        obs, info = result if isinstance(result, tuple) and len(result) == 2 else (result, {})
+        obs, info = _reset_pair(result) or (result, {})
         self._check_info(info, "reset()")
         self._last_state = self._state(obs)  # kept only to tell a NaN state from a diverged actor
         return self._last_state, info
@@ -214,6 +217,8 @@ class PreprocessEnv(gym.Env):
                               f"max_step=N), Arguments(max_step=N) or --max-step N on the command line.", stacklevel=2)
             truncated = True
         if type(reward) is not float:  # a numpy scalar, an int, or an array of one element
+            if problem := _reward_problem(reward, "step()"):
+                raise TypeError(f"env {self.env_name!r}: {problem}")
             reward = float(np.asarray(reward).item())
         self._last_state = self._state(obs)
         return self._last_state, reward, bool(terminated), bool(truncated), info
@@ -323,6 +328,8 @@ def _remake_env(source: str | Callable[[], Any], target_return: float, max_step:
     if not isinstance(env, PreprocessEnv):
         env = PreprocessEnv(env, max_step=max_step)
         env.source = source
+    elif max_step is not None:
+        env.set_max_step(max_step)
     env.target_return = target_return
     return env
 
@@ -384,7 +391,7 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
         elif not obs_space.contains(array.astype(obs_space.dtype)):
             notes.append(f"{where} returned an observation outside observation_space's bounds")
         if np.asarray(obs).dtype != obs_space.dtype:
-            notes.append(f"{where} returned {np.asarray(obs).dtype} observations; observation_space says {obs_space.dtype} "
+            notes.append(f"{where.split(' #')[0]} returned {np.asarray(obs).dtype} observations; observation_space says {obs_space.dtype} "
                          f"(PreprocessEnv casts them to float32)")
 
     def reset() -> Any:
@@ -392,10 +399,10 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
             result = raw.reset(seed=0) if _takes_seed(raw.reset) else raw.reset()
         except Exception as error:
             raise ValueError(_problem_report(name, [f"reset() raised {type(error).__name__}: {error}"])) from error
-        if isinstance(result, tuple) and len(result) == 2:  # as PreprocessEnv.reset reads it
-            if problem := _info_problem(result[1], "reset()"):
+        if pair := _reset_pair(result):  # as PreprocessEnv.reset reads it
+            if problem := _info_problem(pair[1], "reset()"):
                 problems.append(problem)
-            return result[0]
+            return pair[0]
         notes.append("reset() returns the observation alone (the old Gym API); PreprocessEnv converts it, "
                       "but Gymnasium's reset(seed=None, options=None) returns (observation, info)")
         return result
@@ -427,14 +434,16 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
                          "info['TimeLimit.truncated'] for time limits; Gymnasium returns (obs, reward, terminated, truncated, info)")
         obs, reward, *flags, info = result
         check_obs(obs, where)
-        if np.size(reward) != 1 or not np.all(np.isreal(reward)) or isinstance(reward, (bool, np.bool_)):
-            problems.append(f"{where} returned reward {reward!r}; the reward must be one real number (a float)")
+        if problem := _reward_problem(reward, where):
+            problems.append(problem)
         elif not np.all(np.isfinite(reward)):
             problems.append(f"{where} returned a non-finite reward ({reward})")
         elif np.ndim(reward):
             notes.append("step() returns the reward as an array of one element; PreprocessEnv converts it to a float, Gymnasium's type")
-        if not all(isinstance(flag, (bool, np.bool_)) for flag in flags):
+        if not all(isinstance(flag, (bool, np.bool_)) or isinstance(flag, (int, np.integer)) and flag in (0, 1) for flag in flags):
             problems.append(f"{where} returned terminated/truncated flags {flags!r}; they must be bools")
+        elif not all(isinstance(flag, (bool, np.bool_)) for flag in flags):
+            notes.append("step() returns terminated/truncated as 0 or 1; PreprocessEnv converts them to bools, Gymnasium's type")
         if problem := _info_problem(info, where):
             problems.append(problem)
         if problems:
@@ -444,6 +453,21 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
     if problems:
         raise ValueError(_problem_report(name, problems))
     return sorted(set(notes), key=notes.index)
+
+
+def _reset_pair(result: Any) -> tuple[Any, Any] | None:
+    """Gymnasium's (obs, info) from reset(), info None included (a mistake to name); None for old Gym's bare
+    observation, which may itself be a pair of numbers."""
+    return result if isinstance(result, tuple) and len(result) == 2 and (result[1] is None or isinstance(result[1], dict)) else None
+
+
+def _reward_problem(reward: Any, where: str) -> str | None:
+    """What is wrong with `reward`, if anything: one real number (an array of one included), as both check_env
+    and PreprocessEnv take it."""
+    value = np.asarray(reward)
+    if value.size != 1 or value.dtype.kind not in "iuf":
+        return f"{where} returned reward {reward!r}; the reward must be one real number (a float)"
+    return None
 
 
 def _info_problem(info: Any, where: str) -> str | None:

@@ -41,7 +41,6 @@ from elegantrl.replay import Transitions
 from elegantrl.run import (
     Arguments,
     Evaluator,
-    Terminated,
     WorkerError,
     agent_init_kwargs,
     build_agent,
@@ -52,6 +51,7 @@ from elegantrl.run import (
     raise_terminated,
     round_plan,
     save_run,
+    say_stopped,
     signal_handlers,
     starting_in_new_folder,
     store_and_update,
@@ -335,6 +335,7 @@ def train_multiprocess(args: Arguments) -> AgentBase:
     blueprint = pickle.dumps(args.agent)  # before init: the workers build their own networks
     with starting_in_new_folder(args):
         learner = Learner(args, build_agent(args))
+    grace = 10.0  # for the children to finish what they do; a stop does not wait for rollouts nobody will learn from
     with signal_handlers({signal.SIGTERM: raise_terminated}):
         try:
             with torch_threads(args.num_threads):
@@ -346,12 +347,11 @@ def train_multiprocess(args: Arguments) -> AgentBase:
                           f"Evaluator process, started in {learner.startup_seconds:.1f} s", flush=True)
                 learner.run()
         except KeyboardInterrupt as stop:
-            stopped_by = "SIGTERM" if isinstance(stop, Terminated) else "Ctrl-C"
-            print(f"\nstopped by {stopped_by} at env step {args.agent.total_steps:,d} (the rollouts under way are not counted). "
-                  f"{kept_sentence(args.cwd)}", flush=True)
+            say_stopped(stop, args, " (rollouts under way are not counted)")
+            grace = 0.5
             raise
         finally:
-            learner.processes.shutdown(grace=10.0)
+            learner.processes.shutdown(grace)
             if learner.startup_seconds is not None:
                 with signal_handlers(dict.fromkeys((signal.SIGINT, signal.SIGTERM), signal.SIG_IGN)):  # short, and must not be torn
                     if os.path.isfile(learner.clock.csv_path):

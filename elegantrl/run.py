@@ -58,8 +58,8 @@ class Arguments:
     cwd: str | None = _arg(None, "the run folder; by default runs/{env}_{agent}_{seed} (a new one if that exists)", str)
     if_remove: bool = _arg(False, "delete an existing run folder `cwd` before training", bool)
     if_resume: bool = _arg(False, "continue the run in `cwd` from its agent.pth (break_step counts its steps too)", bool)
-    random_seed: int | None = _arg(0, "seeds torch and the envs: one seed gives one learning curve; None draws one (printed, "
-                                      "and kept in config.json)", int)
+    random_seed: int | None = _arg(0, "seeds torch and the envs: one seed gives one learning curve; None (--seed random) "
+                                      "draws one, printed and kept in config.json", int)
     device: str | None = _arg(None, "torch device of the learner, e.g. cpu or cuda:0; by default cuda:0 if available", str)
     num_threads: int = _arg(1, "torch CPU threads while training; 1 is fastest for small networks, more help wide ones", int)
 
@@ -119,12 +119,13 @@ class Arguments:
             raise ValueError("Arguments.env is not set: use e.g. Arguments(agent=..., env=PreprocessEnv('CartPole-v1'))")
         if self.max_step is not None and (type(self.max_step) is not int or self.max_step <= 0):
             raise ValueError(f"Arguments.max_step must be a positive int, got {self.max_step!r}")
-        make_kwargs = {} if self.max_step is None else {"max_episode_steps": self.max_step}  # for an env id: its own limit too
-        self.env = as_preprocess_env(self.env, **make_kwargs)
+        if isinstance(self.cwd, os.PathLike) or isinstance(self.cwd, str) and self.cwd:
+            self.cwd = os.path.expanduser(os.fspath(self.cwd))  # "~/runs" is the home's, not a folder named "~"
+        elif self.cwd is not None:
+            raise ValueError(f"Arguments.cwd must be a folder's path or None (runs/...), got {self.cwd!r}")
+        self.env = as_preprocess_env(self.env, self.max_step)
         if self.eval_env is not None:
-            self.eval_env = as_preprocess_env(self.eval_env, **make_kwargs)
-        for env in filter(None, (self.env, self.eval_env) if self.max_step else ()):
-            env.set_max_step(self.max_step)
+            self.eval_env = as_preprocess_env(self.eval_env, self.max_step)
         self._check_agent_fits_env()
         if self.eval_env is not None:
             sizes = [(e.state_dim, e.action_dim, e.if_discrete) for e in (self.env, self.eval_env)]
@@ -157,10 +158,11 @@ class Arguments:
         except (RuntimeError, AssertionError) as error:  # a CPU build of torch asserts
             available = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())] + ["mps"] * torch.backends.mps.is_available()
             raise ValueError(f"Arguments.device {self.device!r} is not available here ({error}); available: {', '.join(available)}") from error
-        if self.random_seed is None:
-            self.random_seed = int(np.random.SeedSequence().entropy % 2**31)
+        if self.random_seed is None:  # a resumed run goes on with its own
+            saved = read_config(self.cwd).get("random_seed") if self.if_resume and self.cwd else None
+            self.random_seed = int(np.random.SeedSequence().entropy % 2**31) if saved is None else saved
             if self.if_print:
-                print(f"random_seed is None: drew seed {self.random_seed} (kept in config.json)")
+                print(f"random_seed is None: {'drew seed' if saved is None else 'the run goes on with its seed'} {self.random_seed}")
         if self.if_tensorboard:
             try:
                 importlib.import_module("torch.utils.tensorboard")
@@ -227,7 +229,7 @@ class Arguments:
             agent_name = type(self.agent).__name__.removeprefix("Agent")
             base = os.path.join("runs", f"{self.env.env_name}_{agent_name}_{self.random_seed}")
             self.cwd, suffix = base, 1
-            while os.path.exists(self.cwd) and os.listdir(self.cwd) and not self.if_remove:
+            while os.path.exists(self.cwd) and not self.if_remove and (not os.path.isdir(self.cwd) or os.listdir(self.cwd)):
                 suffix += 1
                 self.cwd = f"{base}-{suffix}"
         check_folder_writable(self.cwd)
@@ -238,10 +240,14 @@ class Arguments:
                 raise FileExistsError(f"run folder {self.cwd!r} already holds a run; set if_resume=True to continue it, "
                                       f"if_remove=True to delete it, or choose another Arguments.cwd")
             else:
-                raise FileExistsError(f"Arguments.cwd {self.cwd!r} is not empty and is not an elegantrl run folder (it holds "
+                raise FileExistsError(f"Arguments.cwd {self.cwd!r} is not empty and holds no run marked as elegantrl's (it holds "
                                       f"{listing(os.listdir(self.cwd))}); choose a new or empty folder")
         self._made_folders = [path for path in parent_folders(self.cwd) if not os.path.exists(path)]
-        os.makedirs(self.cwd, exist_ok=True)
+        try:
+            os.makedirs(self.cwd, exist_ok=True)
+        except OSError as error:  # a name too long, a dangling link, ...
+            self.discard_new_folder()
+            raise ValueError(f"Arguments.cwd {self.cwd!r} cannot be made: {error.strerror}; choose another cwd") from error
 
     def discard_new_folder(self) -> None:
         """Undoes `prepare_cwd` after a failed start: removes the folders it made, if they are still empty."""
@@ -255,24 +261,22 @@ class Arguments:
             raise ValueError("if_resume=True and if_remove=True: that would delete the run to resume; set only one")
         if self.cwd is None or not os.path.isfile(os.path.join(self.cwd, "agent.pth")):
             raise FileNotFoundError(f"if_resume=True needs Arguments.cwd set to a run folder that holds agent.pth; got {self.cwd!r}")
-        config_path = os.path.join(self.cwd, "config.json")
-        if os.path.isfile(config_path):
-            with open(config_path) as file:
-                saved = json.load(file)
+        saved = read_config(self.cwd)
+        if saved:
             now = {"Arguments.agent": ("agent", type(self.agent).__name__), "Arguments.env": ("env", self.env.env_name),
                    "Arguments.net_dim": ("net_dim", self.net_dim), "the env's state_dim": ("state_dim", self.env.state_dim),
-                   "the env's action_dim": ("action_dim", self.env.action_dim)}
-            differ = [f"{name} is {value!r}, the run's {saved.get(key)!r}" for name, (key, value) in now.items() if saved.get(key) != value]
+                   "the env's action_dim": ("action_dim", self.env.action_dim), "Arguments.max_step": ("max_step", self.env.max_step)}
+            differ = [f"{name} is {value!r}, the run's {saved[key]!r}" for name, (key, value) in now.items() if saved.get(key, value) != value]
             if differ:
                 raise ValueError(f"cannot resume the run in {self.cwd!r} ({saved.get('agent')} on {saved.get('env')}) with another "
                                  f"task: {'; '.join(differ)}. Resume with the run's settings, or start a new run in another cwd")
 
 
-def as_preprocess_env(env: Any, **make_kwargs: Any) -> PreprocessEnv:
-    """A `PreprocessEnv` for what `Arguments.env` may hold: a PreprocessEnv, an env, an env id (made with
-    `make_kwargs`), or a zero-argument function (an env class included) that makes one, kept as its `source`."""
-    if isinstance(env, PreprocessEnv):
-        return env
+def as_preprocess_env(env: Any, max_step: int | None = None) -> PreprocessEnv:
+    """A `PreprocessEnv` for what `Arguments.env` may hold: a PreprocessEnv, an env, an env id, or a zero-argument
+    function (an env class included) that makes one, kept as its `source`; with `max_step`, its time limit."""
+    if isinstance(env, str) or max_step is None and isinstance(env, PreprocessEnv):
+        return env if isinstance(env, PreprocessEnv) else PreprocessEnv(env, max_step=max_step)
     if isinstance(env, type) or (callable(env) and not hasattr(env, "step")):
         try:
             made = env()
@@ -283,8 +287,11 @@ def as_preprocess_env(env: Any, **make_kwargs: Any) -> PreprocessEnv:
         wrapped = made if isinstance(made, PreprocessEnv) else PreprocessEnv(made)
         if wrapped.source is None:
             wrapped.source = env
-        return wrapped
-    return PreprocessEnv(env, **make_kwargs) if isinstance(env, str) else PreprocessEnv(env)
+    else:
+        wrapped = env if isinstance(env, PreprocessEnv) else PreprocessEnv(env)
+    if max_step is not None:
+        wrapped.set_max_step(max_step)
+    return wrapped
 
 
 # ---- the run folder: the library deletes only what it wrote --------------------------------
@@ -318,13 +325,19 @@ def check_folder_writable(cwd: str) -> None:
         raise ValueError(f"Arguments.cwd {cwd!r} cannot be written: {error.strerror} in {existing!r}; choose another cwd") from error
 
 
-def is_run_folder(cwd: str) -> bool:
-    """Whether `cwd` holds the config.json of an elegantrl run."""
+def read_config(cwd: str) -> dict[str, Any]:
+    """The config.json of the run in `cwd`, or {} where there is none that reads."""
     try:
         with open(os.path.join(cwd, "config.json")) as file:
-            return RUN_MARKER in json.load(file)
-    except (OSError, ValueError, TypeError):
-        return False
+            config = json.load(file)
+    except (OSError, ValueError):
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def is_run_folder(cwd: str) -> bool:
+    """Whether `cwd` holds the config.json of an elegantrl run (with the marker this library writes)."""
+    return RUN_MARKER in read_config(cwd)
 
 
 def remove_run(cwd: str) -> None:
@@ -335,9 +348,9 @@ def remove_run(cwd: str) -> None:
         raise ValueError(f"if_remove=True would delete {cwd!r}, which is the current folder, a parent of it or the home "
                          f"folder; elegantrl never removes those. Choose a run folder below it as Arguments.cwd")
     if not is_run_folder(cwd):
-        raise FileExistsError(f"if_remove=True removes only an elegantrl run folder, and {cwd!r} is none (it has no config.json "
-                              f"written by elegantrl; it holds {listing(os.listdir(cwd))}). Nothing was deleted; choose another "
-                              f"Arguments.cwd, or move those files away yourself")
+        raise FileExistsError(f"if_remove=True removes only an elegantrl run folder, and {cwd!r} is none (its config.json, if any, "
+                              f"lacks the '{RUN_MARKER}' marker that runs of this version write; it holds {listing(os.listdir(cwd))}). "
+                              f"Nothing was deleted; choose another Arguments.cwd, or move those files away yourself")
     board = os.path.join(cwd, "tensorboard")
     board_files = os.listdir(board) if os.path.isdir(board) else []
     strangers = [name for name in os.listdir(cwd) if not (RUN_FILE.fullmatch(name) and os.path.isfile(os.path.join(cwd, name))
@@ -603,7 +616,7 @@ def write_config(args: Arguments) -> None:
     if not args.if_resume:
         with open(os.path.join(args.cwd, "config.json"), "w") as file:
             json.dump({RUN_MARKER: 1, "agent": agent_name, "env": env.env_name, "net_dim": args.net_dim, "state_dim": env.state_dim,
-                       "action_dim": env.action_dim, "random_seed": args.random_seed}, file, indent=2)
+                       "action_dim": env.action_dim, "max_step": env.max_step, "random_seed": args.random_seed}, file, indent=2)
     if args.if_print:
         start = f", resumed at env step {args.agent.total_steps:,d}" if args.if_resume else ""
         print(f"elegantrl: {agent_name} on {env!r}\n  run folder {args.cwd}{start}, seed {args.random_seed}, device {args.device}")
@@ -637,6 +650,12 @@ class WorkerError(RuntimeError):
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the main thread so that a run stops the way Ctrl-C stops it (and the CLI exits with 143)."""
+
+
+def say_stopped(stop: KeyboardInterrupt, args: Arguments, note: str = "") -> None:
+    """Prints how a run was stopped (Ctrl-C or SIGTERM), at which env step, and what its folder keeps."""
+    how = "SIGTERM" if isinstance(stop, Terminated) else "Ctrl-C"
+    print(f"\nstopped by {how} at env step {args.agent.total_steps:,d}{note}. {kept_sentence(args.cwd)}", flush=True)
 
 
 def raise_terminated(signum: int, frame: Any) -> None:
@@ -706,6 +725,29 @@ def load_best_actor(args: Arguments, agent: AgentBase, best_return: float) -> Ag
     return agent
 
 
+def train_in_rounds(args: Arguments, explore_env: Any, buffer: Any, evaluator: Evaluator) -> None:
+    """The loop of `train_and_evaluate`: explore → store → update rounds, a checkpoint and an evaluation every
+    ``eval_gap`` env steps, until the budget is spent or (with ``if_allow_break``) the target is reached."""
+    agent, logs, is_first = args.agent, {}, True
+    while True:
+        horizon, if_random, if_update = round_plan(args, agent.total_steps, args.num_envs, is_first)
+        if horizon == 0:  # break_step reached: the final policy is evaluated too, even between two evaluations
+            if not evaluator.records or evaluator.records[-1]["step"] != agent.total_steps:
+                evaluator.evaluate_and_save(agent, agent.total_steps, logs, if_force=True)
+            return
+        is_first, first_step = False, agent.total_steps
+        transitions = agent.explore_env(explore_env, horizon, if_random)
+        check_finite(transitions, first_step, args.env.env_name, args.cwd)
+        logs = store_and_update(agent, buffer, [transitions], args, if_update)
+        if not if_update or not evaluator.is_due(agent.total_steps):
+            continue
+        agent.save_or_load_agent(args.cwd, if_save=True)  # a checkpoint per evaluation: a kill loses little
+        if evaluator.evaluate_and_save(agent, agent.total_steps, logs) and args.if_allow_break:
+            if args.if_print:
+                print(f"reached the target return {args.target_return:g} at env step {agent.total_steps:,d}")
+            return
+
+
 def train_and_evaluate(args: Arguments) -> AgentBase:
     """Trains ``args.agent`` on ``args.env`` in one process; returns the agent with the best actor loaded.
 
@@ -726,44 +768,26 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
             evaluator.resume(agent.total_steps)
         write_config(args)
 
-    logs: dict[str, float] = {}
-    try:
-        with signal_handlers({signal.SIGTERM: raise_terminated}), torch_threads(args.num_threads):
-            is_first = True
-            while True:
-                horizon, if_random, if_update = round_plan(args, agent.total_steps, args.num_envs, is_first)
-                if horizon == 0:  # break_step reached: the final policy is evaluated too, even between two evaluations
-                    if not evaluator.records or evaluator.records[-1]["step"] != agent.total_steps:
-                        evaluator.evaluate_and_save(agent, agent.total_steps, logs, if_force=True)
-                    break
-                is_first, first_step = False, agent.total_steps
-                transitions = agent.explore_env(explore_env, horizon, if_random)
-                check_finite(transitions, first_step, env.env_name, args.cwd)
-                logs = store_and_update(agent, buffer, [transitions], args, if_update)
-                if not if_update or not evaluator.is_due(agent.total_steps):
-                    continue
-                agent.save_or_load_agent(args.cwd, if_save=True)  # a checkpoint per evaluation: a kill loses little
-                if evaluator.evaluate_and_save(agent, agent.total_steps, logs) and args.if_allow_break:
-                    if args.if_print:
-                        print(f"reached the target return {args.target_return:g} at env step {agent.total_steps:,d}")
-                    break
-    except KeyboardInterrupt as stop:
-        stopped_by = "SIGTERM" if isinstance(stop, Terminated) else "Ctrl-C"
-        print(f"\nstopped by {stopped_by} at env step {agent.total_steps:,d}. {kept_sentence(args.cwd)}", flush=True)
-        raise
-    except (EOFError, BrokenPipeError, ConnectionResetError) as error:  # what a dead worker's pipe raises
-        raise RuntimeError(
-            f"an env worker process of the async vector env died at env step about {agent.total_steps:,d} "
-            f"(the env crashed the process, e.g. os._exit or a segfault in its simulator); training stopped. "
-            f"{kept_sentence(args.cwd)}Run with if_async_envs=False to see the env's own error."
-        ) from error
-    finally:
-        if explore_env is not env:
-            try:
-                explore_env.close()
-            except Exception:  # closing a vector env with a dead worker raises too; the run's error is the one to see
-                pass
-        save_run(args, agent, evaluator)
+    with signal_handlers({signal.SIGTERM: raise_terminated}):  # also over the final save: SIGTERM then still means 143
+        try:
+            with torch_threads(args.num_threads):
+                train_in_rounds(args, explore_env, buffer, evaluator)
+        except KeyboardInterrupt as stop:
+            say_stopped(stop, args)
+            raise
+        except (EOFError, BrokenPipeError, ConnectionResetError) as error:  # what a dead worker's pipe raises
+            raise RuntimeError(
+                f"an env worker process of the async vector env died at env step about {agent.total_steps:,d} "
+                f"(the env crashed the process, e.g. os._exit or a segfault in its simulator); training stopped. "
+                f"{kept_sentence(args.cwd)}Run with if_async_envs=False to see the env's own error."
+            ) from error
+        finally:
+            if explore_env is not env:
+                try:
+                    explore_env.close()
+                except Exception:  # closing a vector env with a dead worker raises too; the run's error is the one to see
+                    pass
+            save_run(args, agent, evaluator)
     return load_best_actor(args, agent, evaluator.best_return)
 
 
@@ -808,13 +832,12 @@ def get_video_to_watch_env_render(cwd: str, episodes: int = 1, fps: int = 30, en
     """
     from PIL import Image  # Pillow comes with matplotlib
 
-    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")  # pygame's audio init prints an XDG warning, and a GIF has no sound
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array frames need no window; SDL's would print an XDG warning
     agent = load_agent(cwd)
     if env is None:
-        with open(os.path.join(cwd, "config.json")) as file:
-            env_name = json.load(file)["env"]
+        config = read_config(cwd)
         try:
-            env = PreprocessEnv(env_name, render_mode="rgb_array")
+            env = PreprocessEnv(config["env"], max_step=config.get("max_step"), render_mode="rgb_array")
         except ValueError as error:  # not registered: a user's own env class
             raise ValueError(f"{error} To render an env that is not registered, pass it: "
                              f"get_video_to_watch_env_render(cwd, env=PreprocessEnv(MyEnv(render_mode='rgb_array')))") from error
@@ -847,6 +870,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--agent", default="D3QN", choices=list(agents), help="the algorithm (default: %(default)s)")
     parser.add_argument("--env", default="CartPole-v1", help="a Gymnasium env id (default: %(default)s)")
     parser.add_argument("--render", metavar="RUN_FOLDER", help="instead of training: play the best actor of RUN_FOLDER into RUN_FOLDER/video.gif")
+    parser.error = lambda message: parser.exit(2, f"error: {message} (--help lists the options)\n")  # one line, not the usage
     for spec in dataclasses.fields(Arguments):
         if not spec.metadata.get("cli"):
             continue
@@ -861,8 +885,16 @@ def build_parser() -> argparse.ArgumentParser:
         else:  # a help text that says its default itself ("by default ...") needs no "(default: ...)"
             default = " (default: the agent's)" if spec.default is None else " (default: %(default)s)"
             default = "" if "by default" in spec.metadata["help"] else default
+            kind = seed_value if spec.name == "random_seed" else kind
             parser.add_argument(*names, dest=spec.name, type=kind, default=spec.default, help=spec.metadata["help"] + default)
     return parser
+
+
+def seed_value(text: str) -> int | None:
+    """The value of ``--seed``: an integer, or ``random`` for None (a seed is drawn)."""
+    if text == "random" or text.lstrip("-").isdigit():
+        return None if text == "random" else int(text)
+    raise argparse.ArgumentTypeError(f"{text!r} is not a whole number (or 'random' to draw one)")
 
 
 def cli_flag(name: str) -> str:

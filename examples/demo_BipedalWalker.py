@@ -4,6 +4,7 @@
     python examples/demo_BipedalWalker.py                 # the full run: 1M env steps
     python examples/demo_BipedalWalker.py --quick         # a short run to check the set-up
     python examples/demo_BipedalWalker.py --rollout-num 2 # 2 exploration worker processes, a learner and an Evaluator process
+    python examples/demo_BipedalWalker.py --rollout-num 2 --async-workers  # the workers explore while the learner learns
 
 The run folder (runs/BipedalWalker-v3_SAC_0 by default) holds the best actor, recorder.csv and
 learning_curve.png; training stops early once an evaluation passes the target of 300.
@@ -23,6 +24,8 @@ def main() -> None:
     parser.add_argument("--cwd", default=None, help="the run folder")
     parser.add_argument("--rollout-num", type=int, default=None,
                         help="explore in this many worker processes while the learner learns (train_and_evaluate_mp)")
+    parser.add_argument("--async-workers", action="store_true",
+                        help="with --rollout-num: the workers keep exploring while the learner updates, instead of in lockstep rounds")
     options = parser.parse_args()
 
     args = Arguments(agent=AgentSAC(), env=PreprocessEnv("BipedalWalker-v3"), random_seed=options.seed, cwd=options.cwd)
@@ -43,9 +46,11 @@ def main() -> None:
     if options.quick:
         args.warmup_steps, args.break_step, args.eval_gap, args.eval_times1, args.eval_times2 = 500, 2_000, 1_000, 1, 0
     if options.rollout_num is None:
+        if options.async_workers:
+            parser.error("--async-workers needs --rollout-num N")
         train_and_evaluate(args)
     else:  # each worker process starts by importing this script: hence the __main__ guard below
-        args.rollout_num = options.rollout_num
+        args.rollout_num, args.if_async_workers = options.rollout_num, options.async_workers
         train_and_evaluate_mp(args)
 
 

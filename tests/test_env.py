@@ -1,5 +1,6 @@
 """PreprocessEnv: Gymnasium envs, env ids, old-Gym envs, and what is not an env."""
 
+import re
 import threading
 import warnings
 
@@ -393,3 +394,67 @@ def test_reset_seeds_the_wrappers_own_random_generator_as_the_gym_api_says():
     env.reset(seed=5)
     assert env.np_random_seed == 5 and env.np_random.random() == first
     assert clone_env(env).np_random.random() == env.np_random.random()  # a copy carries the generator's state
+
+
+class OldGymPair(OldGymCounter):
+    """An old-Gym env whose observation is a tuple of two numbers: not Gymnasium's (obs, info)."""
+
+    def reset(self):
+        super().reset()
+        return (0.0, 0.0)
+
+    def step(self, action):
+        obs, reward, done, info = super().step(action)
+        return tuple(float(x) for x in obs), reward, done, info
+
+
+def test_an_old_gym_observation_that_is_a_pair_of_numbers_is_a_state_not_obs_and_info():
+    assert check_env(OldGymPair())  # notes on the old API, no problem
+    env = PreprocessEnv(OldGymPair(), max_step=10)
+    state, info = env.reset()
+    assert state.tolist() == [0.0, 0.0] and info == {}
+    assert env.step(1)[0].tolist() == [1.0, 1.0]
+
+
+class Faulty(gym.Env):
+    """A Gymnasium env that returns one thing wrong from step()."""
+
+    def __init__(self, obs=None, reward=0.0, flag=False):
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self.obs = np.zeros(2, np.float32) if obs is None else obs
+        self.reward, self.flag = reward, flag
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return self.obs, self.reward, self.flag, False, {}
+
+
+@pytest.mark.parametrize("fault, words", [
+    (dict(obs=np.zeros(3, np.float32)), "shape (3,)"),
+    (dict(obs=np.zeros((2, 1), np.float32)), "shape (2, 1)"),
+    (dict(reward=1 + 0j), "the reward must be one real number"),
+    (dict(reward="1"), "the reward must be one real number"),
+    (dict(reward=True), "the reward must be one real number"),
+])
+def test_check_env_and_preprocess_env_refuse_the_same_step_results(fault, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        check_env(Faulty(**fault))
+    env = PreprocessEnv(Faulty(**fault), max_step=10)
+    env.reset()
+    with pytest.raises((TypeError, ValueError), match=re.escape(words)):
+        env.step(0)
+
+
+def test_check_env_and_preprocess_env_both_take_flags_of_zero_and_one():
+    assert any("0 or 1" in note for note in check_env(Faulty(flag=1)))
+    env = PreprocessEnv(Faulty(flag=1), max_step=10)
+    env.reset()
+    assert env.step(0)[2] is True
+
+
+def test_a_max_step_given_with_an_env_id_replaces_the_registered_limit():
+    assert PreprocessEnv("CartPole-v1", max_step=700).max_step == 700
+    assert PreprocessEnv("CartPole-v1", max_step=50).env.spec.max_episode_steps == 50

@@ -72,7 +72,7 @@ def test_remove_refuses_a_folder_that_is_not_a_run_and_keeps_its_files(tmp_path)
     line = one_line_error(cli("--cwd", "precious", "--remove", "--break-step", "64", cwd=tmp_path))
     assert "--remove removes only an elegantrl run folder" in line and "thesis.txt" in line and "Nothing was deleted" in line
     line = one_line_error(cli("--cwd", "precious", "--break-step", "64", cwd=tmp_path))  # not "already holds a run"
-    assert "is not an elegantrl run folder" in line and "already holds a run" not in line
+    assert "holds no run marked as elegantrl" in line and "already holds a run" not in line
     assert os.listdir(precious) == ["thesis.txt"] and (precious / "thesis.txt").read_text() == "four years of work"
 
 
@@ -223,12 +223,18 @@ def test_two_runs_with_one_seed_and_two_envs_give_one_record(agent, envs, tmp_pa
     (["--cwd", "/proc/elegantrl-test/run"], "cannot be written"),
     (["--resume", "--remove", "--cwd", "x"], "--resume and --remove"),
     (["--resume"], "--resume needs --cwd set to a run folder"),
+    (["--cwd", ""], "--cwd must be a folder's path"),
+    (["--cwd", "x" * 300], "cannot be made: File name too long"),
+    (["--cwd", "dangling"], "cannot be made"),
+    (["--seed", "1e3"], "argument --random-seed/--seed: '1e3' is not a whole number"),
+    (["--agent", "Foo"], "invalid choice: 'Foo'"),
 ])
 def test_a_bad_setting_is_one_line_naming_the_flag_and_leaves_nothing(flags, words, tmp_path):
     (tmp_path / "somefile").write_text("")
+    os.symlink(tmp_path / "nowhere", tmp_path / "dangling")
     line = one_line_error(cli(*flags, "--break-step", "64", cwd=tmp_path))
     assert words in line
-    assert sorted(os.listdir(tmp_path)) == ["somefile"]
+    assert sorted(os.listdir(tmp_path)) == ["dangling", "somefile"]
 
 
 def test_a_failed_start_leaves_no_folder_behind(tmp_path):
@@ -283,3 +289,40 @@ def test_max_step_is_the_time_limit_of_training_evaluation_and_worker_envs(max_s
 def test_max_step_is_a_flag_and_must_be_positive(tmp_path):
     line = one_line_error(cli("--max-step", "0", "--break-step", "64", cwd=tmp_path))
     assert "--max-step must be a positive int" in line
+
+
+def test_a_cwd_may_start_with_the_home_folder_or_be_a_path(tmp_path, monkeypatch):
+    import pathlib
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    args = Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd="~/runs/a")
+    args.init_before_training()
+    assert args.cwd == str(tmp_path / "home" / "runs" / "a") and os.path.isdir(args.cwd) and not os.path.exists("~")
+    args = Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=pathlib.Path("b"))
+    args.init_before_training()
+    assert args.cwd == "b" and os.path.isdir("b")
+
+
+def test_resume_with_a_seed_of_none_goes_on_with_the_runs_seed_and_keeps_the_time_limit(tmp_path, capsys):
+    fields = dict(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path / "run"), warmup_steps=64, eval_times1=1,
+                  eval_times2=0, max_step=100)
+    train_and_evaluate(Arguments(random_seed=None, break_step=128, **fields))
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["max_step"] == 100
+    with pytest.raises(ValueError, match="Arguments.max_step is 500, the run's 100"):
+        Arguments(**{**fields, "max_step": None}, if_resume=True, break_step=256).init_before_training()
+    capsys.readouterr()
+    resumed = Arguments(**fields, random_seed=None, if_resume=True, break_step=256)
+    train_and_evaluate(resumed)
+    assert resumed.random_seed == config["random_seed"] and "goes on with its seed" in capsys.readouterr().out
+    assert json.loads((tmp_path / "run" / "config.json").read_text()) == config
+
+
+@pytest.mark.timeout(120)
+def test_render_is_quiet_and_uses_the_runs_time_limit(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    train_tiny_run(run)
+    result = cli("--render", "run", cwd=tmp_path)
+    assert result.returncode == 0 and result.stderr == "" and result.stdout == "wrote run/video.gif\n"
