@@ -155,6 +155,23 @@ def test_sigterm_and_ctrl_c_give_their_exit_status_and_keep_the_agent(signum, st
     assert torch.load(tmp_path / "run" / "agent.pth", weights_only=True)["total_steps"] == steps >= 2 * 256
 
 
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("workers", [[], ["--rollout-num", "2"]])
+def test_a_second_ctrl_c_stops_at_once_without_a_traceback(workers, tmp_path):
+    process = start_cli("--cwd", "run", "--warmup-steps", "64", "--eval-gap", "256", "--break-step", "1000000", *TINY, *workers,
+                        cwd=tmp_path)
+    try:
+        wait_for_rows(tmp_path / "run" / "recorder.csv", 1, process)
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 130 and "Traceback" not in output, output
+    assert torch.load(tmp_path / "run" / "agent.pth", weights_only=True)["total_steps"] >= 256  # the last good checkpoint
+
+
 @pytest.mark.timeout(120)
 def test_ctrl_c_during_the_warm_up_counts_the_steps_taken(tmp_path):
     process = start_cli("--cwd", "run", "--warmup-steps", "2000000", "--max-memo", "2000000", "--break-step", "3000000",
