@@ -58,6 +58,8 @@ def one_line_error(result):
 
 
 def train_tiny_run(folder):
+    """Trains a tiny run in a new `folder`; returns the names of the files it wrote."""
+    folder.mkdir()
     result = cli("--cwd", str(folder), "--break-step", "256", "--warmup-steps", "64", "--eval-gap", "128", *TINY, cwd=folder.parent)
     assert result.returncode == 0, result.stderr
     return sorted(os.listdir(folder))
@@ -79,7 +81,6 @@ def test_remove_refuses_a_folder_that_is_not_a_run_and_keeps_its_files(tmp_path)
 @pytest.mark.timeout(180)
 def test_remove_refuses_a_run_folder_holding_a_strangers_file_and_the_current_folder(tmp_path):
     run = tmp_path / "run"
-    run.mkdir()
     files = train_tiny_run(run)
     assert "config.json" in files and json.loads((run / "config.json").read_text())["elegantrl_run"] == 1
     line = one_line_error(cli("--cwd", "run", "--break-step", "64", cwd=tmp_path))
@@ -101,7 +102,6 @@ def test_remove_refuses_a_run_folder_holding_a_strangers_file_and_the_current_fo
 @pytest.mark.timeout(180)
 def test_remove_replaces_a_run_of_the_library(tmp_path):
     run = tmp_path / "run"
-    run.mkdir()
     train_tiny_run(run)
     first = (run / "recorder.csv").read_text()
     result = cli("--cwd", "run", "--remove", "--seed", "1", "--break-step", "128", "--warmup-steps", "64", "--eval-gap", "128",
@@ -196,7 +196,6 @@ def test_ctrl_c_during_the_warm_up_counts_the_steps_taken(tmp_path):
 @pytest.mark.timeout(180)
 def test_resume_with_another_env_or_agent_is_refused_and_the_config_kept(tmp_path):
     run = tmp_path / "run"
-    run.mkdir()
     train_tiny_run(run)
     config = (run / "config.json").read_bytes()
     line = one_line_error(cli("--cwd", "run", "--resume", "--env", "Acrobot-v1", "--break-step", "2000", cwd=tmp_path))
@@ -339,7 +338,6 @@ def test_resume_with_a_seed_of_none_goes_on_with_the_runs_seed_and_keeps_the_tim
 @pytest.mark.timeout(120)
 def test_render_is_quiet_and_uses_the_runs_time_limit(tmp_path):
     run = tmp_path / "run"
-    run.mkdir()
     train_tiny_run(run)
     result = cli("--render", "run", cwd=tmp_path)
     assert result.returncode == 0 and result.stderr == "" and result.stdout == "wrote run/video.gif\n"
