@@ -200,7 +200,7 @@ class Arguments:
             if expected is float and not (math.isfinite(value) or spec.name == "target_return" and not math.isnan(value)):
                 raise ValueError(f"Arguments.{spec.name} must be a {'number' if spec.name == 'target_return' else 'finite number'}, got {value!r}")
         positive = ["net_dim", "batch_size", "repeat_times", "target_step", "max_memo", "learning_rate", "break_step",
-                    "eval_gap", "eval_times1", "num_threads", "num_envs", "reward_scale", "rollout_num", "max_step"]
+                    "eval_gap", "eval_times1", "num_threads", "num_envs", "reward_scale", "rollout_num"]
         for name in positive:  # None: a setting the agent does not use (max_memo for on-policy agents)
             if getattr(self, name) is not None and not getattr(self, name) > 0:
                 raise ValueError(f"Arguments.{name} must be positive, got {getattr(self, name)!r}")
@@ -275,8 +275,8 @@ class Arguments:
 def as_preprocess_env(env: Any, max_step: int | None = None) -> PreprocessEnv:
     """A `PreprocessEnv` for what `Arguments.env` may hold: a PreprocessEnv, an env, an env id, or a zero-argument
     function (an env class included) that makes one, kept as its `source`; with `max_step`, its time limit."""
-    if isinstance(env, str) or max_step is None and isinstance(env, PreprocessEnv):
-        return env if isinstance(env, PreprocessEnv) else PreprocessEnv(env, max_step=max_step)
+    if isinstance(env, str):  # made with the limit, which may lengthen the registered one
+        return PreprocessEnv(env, max_step=max_step)
     if isinstance(env, type) or (callable(env) and not hasattr(env, "step")):
         try:
             made = env()
