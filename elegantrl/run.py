@@ -398,6 +398,11 @@ class Evaluator:
         self.csv_path = os.path.join(cwd, "recorder.csv")
         self.fields: list[str] = []  # the CSV's columns; a figure first logged later widens them
         self.writer = None  # TensorBoard: the same figures as the CSV, under cwd/tensorboard
+        # Imported now, while a Ctrl-C still just fails the start: one that tears matplotlib's first import
+        # leaves a half-made module behind, and the final save could then not draw the curve.
+        import matplotlib.backends.backend_agg  # noqa: F401
+        import matplotlib.figure  # noqa: F401
+
         if if_tensorboard:  # Arguments.check has said how to install it where it is missing
             from torch.utils.tensorboard import SummaryWriter
 
