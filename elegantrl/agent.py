@@ -97,6 +97,7 @@ class AgentBase:
         self.device = torch.device(device)
         self.total_steps = 0  # env steps explored so far
         self.last_state: np.ndarray | None = None  # where the next rollout continues; None: reset first
+        self.learner_group: Any = None  # an elegantrl.distributed.LearnerGroup where several learners train together
         # running state statistics for update_state_norm; tensors, so that checkpoints keep them
         self.state_count = torch.zeros((), device=self.device)
         self.state_mean = torch.zeros(state_dim, device=self.device)
@@ -220,6 +221,8 @@ class AgentBase:
         rollout and its update must see the same policy.
         """
         states = states.reshape(-1, self.state_dim).to(self.device)
+        if self.learner_group is not None:  # every rank merges every rank's states: the statistics stay identical
+            states = self.learner_group.gather(states)
         count = float(states.shape[0])
         total = self.state_count + count
         delta = states.mean(dim=0) - self.state_mean
@@ -235,11 +238,12 @@ class AgentBase:
                     if isinstance(module, StateNorm):
                         module.set(self.state_mean, std)
 
-    @staticmethod
-    def optimizer_update(optimizer: torch.optim.Optimizer, objective: torch.Tensor) -> None:
-        """One optimizer step on `objective`."""
+    def optimizer_update(self, optimizer: torch.optim.Optimizer, objective: torch.Tensor) -> None:
+        """One optimizer step on `objective`; with several learners, on the gradient averaged over them."""
         optimizer.zero_grad(set_to_none=True)
         objective.backward()
+        if self.learner_group is not None:  # the same step on every rank keeps the networks and optimizers identical
+            self.learner_group.average_gradients(p for group in optimizer.param_groups for p in group["params"])
         optimizer.step()
 
     # ---- saving -------------------------------------------------------------------------------
@@ -249,29 +253,35 @@ class AgentBase:
         kinds = (nn.Module, torch.optim.Optimizer, torch.Tensor)
         return {name: value for name, value in vars(self).items() if isinstance(value, kinds)}
 
-    def save_or_load_agent(self, cwd: str, if_save: bool) -> None:
-        """Saves every network, optimizer and learned tensor to ``cwd/agent.pth``, or loads them.
+    def state_dict(self) -> dict[str, Any]:
+        """Every network, optimizer and learned tensor, and the step count: what a checkpoint holds."""
+        state = {name: part if isinstance(part, torch.Tensor) else part.state_dict() for name, part in self._saved_parts().items()}
+        return {**state, "total_steps": self.total_steps}
 
-        Saving writes a temporary file and renames it over ``agent.pth``, so a process killed while
-        saving leaves the previous checkpoint whole.
-        """
-        path = os.path.join(cwd, "agent.pth")
-        parts = self._saved_parts()
-        if if_save:
-            os.makedirs(cwd, exist_ok=True)
-            state = {name: part if isinstance(part, torch.Tensor) else part.state_dict() for name, part in parts.items()}
-            atomic_torch_save({**state, "total_steps": self.total_steps}, path)
-            return
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"no saved agent at {path}; train first or check the run folder")
-        state = torch.load(path, map_location=self.device, weights_only=True)
-        for name, part in parts.items():
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Loads what `state_dict` gave, in place."""
+        for name, part in self._saved_parts().items():
             if isinstance(part, torch.Tensor):
                 with torch.no_grad():  # in place, so that optimizers keep holding the same tensor
                     part.copy_(state[name])
             else:
                 part.load_state_dict(state[name])
         self.total_steps = int(state["total_steps"])
+
+    def save_or_load_agent(self, cwd: str, if_save: bool) -> None:
+        """Saves the agent's `state_dict` to ``cwd/agent.pth``, or loads it.
+
+        Saving writes a temporary file and renames it over ``agent.pth``, so a process killed while
+        saving leaves the previous checkpoint whole.
+        """
+        path = os.path.join(cwd, "agent.pth")
+        if if_save:
+            os.makedirs(cwd, exist_ok=True)
+            atomic_torch_save(self.state_dict(), path)
+            return
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no saved agent at {path}; train first or check the run folder")
+        self.load_state_dict(torch.load(path, map_location=self.device, weights_only=True))
 
 
 def atomic_torch_save(obj: Any, path: str) -> None:

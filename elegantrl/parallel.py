@@ -19,6 +19,9 @@ processes, so a process that raises or dies ends the run with its story instead 
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import datetime
 import json
 import math
 import multiprocessing
@@ -32,10 +35,12 @@ import traceback
 from typing import Any, Callable
 
 import torch
+import torch.distributed as dist
 import torch.multiprocessing
 from torch import nn
 
 from elegantrl.agent import AgentBase
+from elegantrl.distributed import LearnerGroup, backend_for, gpu_device, join_learners, leave_learners
 from elegantrl.env import PreprocessEnv, build_vector_env, env_recipe
 from elegantrl.replay import Transitions
 from elegantrl.run import (
@@ -289,6 +294,18 @@ class Processes:
                     "under `if __name__ == \"__main__\":`, since each process starts by importing the script")
             raise WorkerError(f"{name} died ({how}){hint}; training stopped. {kept_sentence(self.cwd)}".rstrip())
 
+    def explain_failure(self, error: BaseException, wait: float = 5.0) -> None:
+        """After a failed collective: raises WorkerError for the child (a learner rank) that died, if one did
+        within `wait` seconds; else returns, and the caller raises `error` as it is."""
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if any(process.exitcode is not None for process in self.children.values()):
+                try:
+                    self.check_alive()
+                except WorkerError as failure:
+                    raise failure from error
+            time.sleep(0.1)
+
     def shutdown(self, grace: float) -> None:
         """Asks every child to stop, waits up to `grace` seconds, then terminates and kills: no orphans.
 
@@ -316,6 +333,59 @@ class Processes:
                         process.join()
 
 
+def learner_rank_main(rank: int, world_size: int, port: int, payload: bytes, outbox: Any) -> None:
+    """A learner rank that `start_learner_ranks` started: joins the process group, then trains as rank `rank`."""
+    name = f"learner rank {rank}"
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C belongs to rank 0, which stops everyone
+        args: Arguments = pickle.loads(payload)
+        store = dist.TCPStore("127.0.0.1", port, world_size, is_master=False, timeout=datetime.timedelta(seconds=60))
+        store.set(f"elegantrl/joined/{rank}", "1")
+        dist.init_process_group(backend_for(gpu_device(args.learner_gpus[rank])), store=store, rank=rank, world_size=world_size)
+        outbox.put(("started", name))
+        train_multiprocess(args)
+    except BaseException:
+        _report_failure(outbox, name)
+        sys.exit(1)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def start_learner_ranks(args: Arguments, recipes: tuple[Callable, Callable], blueprint: bytes) -> tuple[Processes, LearnerGroup]:
+    """Starts learners 1 … N-1 of ``args.learner_gpus`` as processes, and joins them as rank 0."""
+    world_size = len(args.learner_gpus)
+    ranks = Processes(torch.multiprocessing.get_context("spawn"), args.cwd)
+    store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True, wait_for_workers=False)  # port 0: a free one
+    # the other ranks build their envs from the recipes, and print and write nothing
+    payload = pickle.dumps(dataclasses.replace(args, agent=pickle.loads(blueprint), env=recipes[0], eval_env=None, device=None,
+                                               if_print=False))
+    try:
+        for rank in range(1, world_size):
+            ranks.start(f"learner rank {rank}", learner_rank_main, rank, world_size, store.port, payload, ranks.ready)
+        deadline = time.monotonic() + STALL_SECONDS
+        while not store.check([f"elegantrl/joined/{rank}" for rank in range(1, world_size)]):  # never wait on a rank that died
+            ranks.check_alive()
+            if time.monotonic() > deadline:
+                raise WorkerError(f"the learner ranks did not start in {STALL_SECONDS:.0f} s")
+            time.sleep(0.05)
+        dist.init_process_group(backend_for(args.device), store=store, rank=0, world_size=world_size)
+        ranks.started.update(ranks.children)  # each has joined: a death from now on is not a failed start
+        group = join_learners(args)
+        group.made_here = True
+    except BaseException:
+        ranks.shutdown(grace=0.0)
+        raise
+    return ranks, group
+
+
+def stop_learner_ranks(ranks: Processes | None, group: LearnerGroup | None, grace: float = 30.0) -> None:
+    """Leaves the process group (where this process made it), then waits for the ranks it started, if any."""
+    leave_learners(group)  # first: a rank still waiting in a collective for this one then fails at once
+    if ranks is not None:
+        ranks.shutdown(grace)
+
+
 def _check_not_bootstrapping() -> None:
     if getattr(multiprocessing.current_process(), "_inheriting", False):
         raise RuntimeError(
@@ -333,33 +403,56 @@ def train_multiprocess(args: Arguments) -> AgentBase:
                          f"must come from the same weights. Leave if_async_workers=False")
     recipes = env_recipe(args.env), env_recipe(args.eval_env or args.env)  # an env that cannot travel is refused here
     blueprint = pickle.dumps(args.agent)  # before init: the workers build their own networks
-    with starting_in_new_folder(args):
-        learner = Learner(args, build_agent(args))
+    group = join_learners(args)
+    ranks = None  # the other learners' processes, where this one started them (learner_gpus)
+    if group is None and len(args.learner_gpus or ()) > 1:
+        ranks, group = start_learner_ranks(args, recipes, blueprint)
+    if group is not None and args.if_async_workers:
+        leave_learners(group)
+        raise ValueError("if_async_workers=True with several learners: the ranks must learn from their rounds in step. "
+                         "Leave if_async_workers=False")
+    is_main = group is None or group.is_main  # rank 0 alone evaluates and writes
+    try:
+        with starting_in_new_folder(args) if is_main else contextlib.nullcontext():
+            learner = Learner(args, build_agent(args, group), group)
+    except BaseException:
+        stop_learner_ranks(ranks, group)
+        raise
     grace = 10.0  # for the children to finish what they do; a stop does not wait for rollouts nobody will learn from
+    rank_grace = 0.5  # a rank waiting in a collective for this one never ends by itself
     with signal_handlers({signal.SIGTERM: raise_terminated}):
         try:
             with torch_threads(args.num_threads):
-                learner.start(recipes, blueprint)
-                write_config(args)  # once every process has started: a failed start leaves no run behind
+                learner.start(recipes, blueprint, with_evaluator=is_main)
+                if is_main:
+                    write_config(args, group)  # once every process has started: a failed start leaves no run behind
                 if args.if_print:
                     mode = "asynchronous" if args.if_async_workers else "lockstep"
-                    print(f"  {args.rollout_num} exploration workers × {args.num_envs} envs ({mode}), a learner and an "
-                          f"Evaluator process, started in {learner.startup_seconds:.1f} s", flush=True)
+                    learners = f"{group.world_size} learners" if group else "a learner"
+                    print(f"  {args.rollout_num} exploration workers × {args.num_envs} envs ({mode}){' per learner' * bool(group)}, "
+                          f"{learners} and an Evaluator process, started in {learner.startup_seconds:.1f} s", flush=True)
                 learner.run()
+                rank_grace = 30.0  # the other ranks end their rounds with this one, and shut down their own workers
         except KeyboardInterrupt as stop:
-            say_stopped(stop, args, " (rollouts under way are not counted)")
+            if is_main:
+                say_stopped(stop, args, " (rollouts under way are not counted)")
             grace = 0.5
+            raise
+        except RuntimeError as error:  # a collective that failed: another learner is gone, say which where it is ours
+            if ranks is not None:
+                ranks.explain_failure(error)
             raise
         finally:
             learner.processes.shutdown(grace)
-            if learner.startup_seconds is not None:
+            if learner.startup_seconds is not None and is_main:
                 with signal_handlers(dict.fromkeys((signal.SIGINT, signal.SIGTERM), signal.SIG_IGN)):  # short, and must not be torn
                     if os.path.isfile(learner.clock.csv_path):
                         learner.clock.resume(args.agent.total_steps)  # the record the Evaluator wrote, for the curve
                     save_run(args, args.agent, learner.clock)
-            else:  # a failed start: no run to keep
+            elif is_main:  # a failed start: no run to keep
                 args.discard_new_folder()
-    return load_best_actor(args, args.agent, learner.clock.best_return)
+            stop_learner_ranks(ranks, group, rank_grace)
+    return load_best_actor(args, args.agent, learner.clock.best_return) if is_main else args.agent
 
 
 class Learner:
@@ -369,8 +462,9 @@ class Learner:
     ``args.agent`` must be built (`build_agent`); `seed` is the run's env seed.
     """
 
-    def __init__(self, args: Arguments, seed: int):
-        self.args, self.agent, self.seed = args, args.agent, seed
+    def __init__(self, args: Arguments, seed: int, group: LearnerGroup | None = None):
+        self.args, self.agent, self.seed, self.group = args, args.agent, seed, group
+        self.world_size = group.world_size if group else 1
         agent = self.agent
         self.context = torch.multiprocessing.get_context("spawn")
         self.processes = Processes(self.context, args.cwd)
@@ -416,7 +510,7 @@ class Learner:
     def run(self) -> None:
         """Trains until the budget is spent or the target is reached (`if_allow_break`), then evaluates the final policy."""
         self.run_rounds()
-        if not (self.reached and self.args.if_allow_break):
+        if not (self.reached and self.args.if_allow_break) and (self.group is None or self.group.is_main):
             self._final_evaluation()
 
     def run_rounds(self) -> None:
@@ -425,7 +519,7 @@ class Learner:
 
     def _run_lockstep(self) -> None:
         args, agent = self.args, self.agent
-        width, is_first = args.rollout_num * args.num_envs, True
+        width, is_first = args.rollout_num * args.num_envs * self.world_size, True
         while not (self.reached and args.if_allow_break):
             horizon, if_random, if_update = round_plan(args, agent.total_steps, width, is_first)
             if horizon == 0:
@@ -476,11 +570,15 @@ class Learner:
         if concatenate:  # one rollout of all the workers' envs side by side: (horizon, rollout_num × num_envs, ...)
             rollouts = [Transitions(*(torch.cat(parts, dim=1) for parts in zip(*rollouts)))]
         rollouts = [Transitions(*(part.to(agent.device) for part in rollout)) for rollout in rollouts]
-        agent.total_steps += sum(rollout.reward.numel() for rollout in rollouts)
+        agent.total_steps += sum(rollout.reward.numel() for rollout in rollouts) * self.world_size  # every rank's steps
         logs = store_and_update(agent, self.buffer, rollouts, args, if_update)
         self.logs = logs or self.logs
         self.weights.publish(agent.actor)
         self._read_results()
+        if self.group is not None:  # rank 0's Evaluator says when the target is reached, for all
+            self.reached = self.group.agree(self.reached)
+            if self.group.rank:
+                return
         if if_update and agent.total_steps >= self.next_eval_step:
             self.next_eval_step = (agent.total_steps // args.eval_gap + 1) * args.eval_gap
             self._hand_off(logs)

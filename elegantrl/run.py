@@ -28,6 +28,7 @@ import torch
 
 from elegantrl import agent as agent_module
 from elegantrl.agent import AgentBase, AgentOffPolicy, AgentOnPolicy, atomic_torch_save
+from elegantrl.distributed import RANK_SEED_OFFSET, LearnerGroup, gpu_device, join_learners, leave_learners
 from elegantrl.env import PreprocessEnv, build_vector_env, check_env, clone_env
 from elegantrl.replay import Transitions
 
@@ -70,6 +71,8 @@ class Arguments:
     num_envs: int = _arg(1, "envs explored at once (a gymnasium vector env); each round collects target_step × num_envs", int)
     if_async_envs: bool = _arg(False, "step the num_envs envs in worker processes instead of in turn", bool)
     rollout_num: int = _arg(2, "exploration worker processes of train_and_evaluate_mp, each with num_envs envs", int)
+    learner_gpus: tuple[int, ...] | None = _arg(None, "several learners on one machine, one per entry: GPU ids, or -1 for "
+                                                       "a CPU learner (Gloo); train_and_evaluate_mp starts them", cli=False)
     if_async_workers: bool = _arg(False, "train_and_evaluate_mp, off-policy only: workers explore while the learner "
                                          "updates, at most 2 rollouts ahead, instead of in lockstep rounds", bool)
     max_memo: int | None = _arg(None, "replay buffer capacity in transitions", int)
@@ -147,6 +150,7 @@ class Arguments:
         if self.target_return is not None:
             self.env.target_return = float(self.target_return)
         self.target_return = self.env.target_return
+        self._check_learner_gpus()
         if self.device is None:
             self.device = "cuda:0" if torch.cuda.is_available() else "cpu"
         try:
@@ -168,6 +172,25 @@ class Arguments:
                 importlib.import_module("torch.utils.tensorboard")
             except ImportError as error:
                 raise ImportError("if_tensorboard needs the tensorboard package: pip install tensorboard") from error
+
+    def _check_learner_gpus(self) -> None:
+        if self.learner_gpus is None:
+            return
+        gpus = self.learner_gpus
+        if not isinstance(gpus, (tuple, list)) or not gpus or not all(isinstance(g, int) and not isinstance(g, bool) for g in gpus):
+            raise TypeError(f"Arguments.learner_gpus must be a non-empty tuple of GPU ids (or -1 for a CPU learner), "
+                            f"e.g. (0, 1), got {gpus!r}")
+        if self.device is not None:
+            raise ValueError(f"Arguments.learner_gpus={tuple(gpus)} gives each learner its device; leave Arguments.device "
+                             f"unset (it is {self.device!r})")
+        if any(g < -1 for g in gpus) or (min(gpus) < 0 <= max(gpus)):
+            raise ValueError(f"Arguments.learner_gpus={tuple(gpus)} mixes CPU (-1) and GPU learners or has an id below -1: "
+                             f"give GPU ids only, e.g. (0, 1), or -1 for each CPU learner, e.g. (-1, -1)")
+        if max(gpus) >= torch.cuda.device_count() or len(set(gpus)) < len(gpus) and max(gpus) >= 0:
+            raise ValueError(f"Arguments.learner_gpus={tuple(gpus)} needs distinct GPUs that exist; this machine has "
+                             f"{torch.cuda.device_count()} (ids 0 to {torch.cuda.device_count() - 1}). Use -1 for CPU learners")
+        self.learner_gpus = tuple(gpus)
+        self.device = gpu_device(gpus[0])
 
     def _check_agent_fits_env(self) -> None:
         agent_name, env = type(self.agent).__name__, self.env
@@ -600,21 +623,29 @@ def agent_init_kwargs(args: Arguments, device: str) -> dict[str, Any]:
                 batch_size=args.batch_size, repeat_times=args.repeat_times, soft_update_tau=args.soft_update_tau, device=device)
 
 
-def build_agent(args: Arguments) -> int:
+def build_agent(args: Arguments, group: LearnerGroup | None = None) -> int:
     """Seeds torch and builds ``args.agent``'s networks on ``args.device``; for ``if_resume``, loads the
-    run in ``args.cwd``. Returns the seed for this run's envs (a resumed run draws new ones)."""
+    run in ``args.cwd``. Returns the seed for this run's envs (a resumed run draws new ones).
+
+    With several learners (`group`), rank 0 builds or loads and every rank takes its agent, then
+    explores with a seed of its own."""
     agent = args.agent
     torch.manual_seed(args.random_seed)
     agent.init(**agent_init_kwargs(args, args.device))
-    if not args.if_resume:
+    if args.if_resume and (group is None or group.is_main):
+        load_for_resume(agent, args)
+    if group is not None:
+        group.sync_agent(agent)
+        agent.learner_group = group
+    if not args.if_resume and group is None:
         return args.random_seed
-    load_for_resume(agent, args)
-    seed = args.random_seed + agent.total_steps  # new exploration noise and episodes, not a replay of the first run's
+    # a resumed run: new exploration noise and episodes, not a replay of the first run's; a rank: its own
+    seed = args.random_seed + agent.total_steps + (group.rank * RANK_SEED_OFFSET if group else 0)
     torch.manual_seed(seed)
     return seed
 
 
-def write_config(args: Arguments) -> None:
+def write_config(args: Arguments, group: LearnerGroup | None = None) -> None:
     """Writes ``config.json`` (what `load_agent` needs to rebuild the actor; a resumed run keeps its
     own) and prints the run's header."""
     agent_name, env = type(args.agent).__name__, args.env
@@ -625,6 +656,9 @@ def write_config(args: Arguments) -> None:
     if args.if_print:
         start = f", resumed at env step {args.agent.total_steps:,d}" if args.if_resume else ""
         print(f"elegantrl: {agent_name} on {env!r}\n  run folder {args.cwd}{start}, seed {args.random_seed}, device {args.device}")
+        if group is not None:
+            print(f"  {group.world_size} learners ({group.backend}); rank 0 evaluates and writes. Each rank's batch is "
+                  f"{args.batch_size}, so each gradient step averages {group.world_size * args.batch_size} transitions")
 
 
 def round_plan(args: Arguments, total_steps: int, width: int, is_first: bool) -> tuple[int, bool, bool]:
@@ -730,24 +764,33 @@ def load_best_actor(args: Arguments, agent: AgentBase, best_return: float) -> Ag
     return agent
 
 
-def train_in_rounds(args: Arguments, explore_env: Any, buffer: Any, evaluator: Evaluator) -> None:
+def train_in_rounds(args: Arguments, explore_env: Any, buffer: Any, evaluator: Evaluator | None,
+                    group: LearnerGroup | None = None) -> None:
     """The loop of `train_and_evaluate`: explore → store → update rounds, a checkpoint and an evaluation every
-    ``eval_gap`` env steps, until the budget is spent or (with ``if_allow_break``) the target is reached."""
+    ``eval_gap`` env steps, until the budget is spent or (with ``if_allow_break``) the target is reached.
+
+    With several learners (`group`), every rank runs this loop on its own envs, the rounds count the
+    env steps of all ranks, and rank 0 (the only one with an `evaluator`) says when the target is reached."""
     agent, logs, is_first = args.agent, {}, True
+    width = args.num_envs * (group.world_size if group else 1)
     while True:
-        horizon, if_random, if_update = round_plan(args, agent.total_steps, args.num_envs, is_first)
+        horizon, if_random, if_update = round_plan(args, agent.total_steps, width, is_first)
         if horizon == 0:  # break_step reached: the final policy is evaluated too, even between two evaluations
-            if not evaluator.records or evaluator.records[-1]["step"] != agent.total_steps:
+            if evaluator is not None and (not evaluator.records or evaluator.records[-1]["step"] != agent.total_steps):
                 evaluator.evaluate_and_save(agent, agent.total_steps, logs, if_force=True)
             return
         is_first, first_step = False, agent.total_steps
         transitions = agent.explore_env(explore_env, horizon, if_random)
+        agent.total_steps += transitions.reward.numel() * (width // args.num_envs - 1)  # the other ranks' steps
         check_finite(transitions, first_step, args.env.env_name, args.cwd)
         logs = store_and_update(agent, buffer, [transitions], args, if_update)
-        if not if_update or not evaluator.is_due(agent.total_steps):
-            continue
-        agent.save_or_load_agent(args.cwd, if_save=True)  # a checkpoint per evaluation: a kill loses little
-        if evaluator.evaluate_and_save(agent, agent.total_steps, logs) and args.if_allow_break:
+        reached = False
+        if evaluator is not None and if_update and evaluator.is_due(agent.total_steps):
+            agent.save_or_load_agent(args.cwd, if_save=True)  # a checkpoint per evaluation: a kill loses little
+            reached = evaluator.evaluate_and_save(agent, agent.total_steps, logs)
+        if group is not None:  # every round, so that the ranks' collectives stay in step
+            reached = group.agree(reached)
+        if reached and args.if_allow_break:
             if args.if_print:
                 print(f"reached the target return {args.target_return:g} at env step {agent.total_steps:,d}")
             return
@@ -761,24 +804,32 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
     ``agent.pth`` is written at every evaluation.
     """
     args.check()
+    group = join_learners(args)
+    if group is None and len(args.learner_gpus or ()) > 1:
+        raise ValueError(f"learner_gpus={args.learner_gpus} asks for several learners: train them with train_and_evaluate_mp, "
+                         f"which starts one process per learner, or launch this script with torchrun")
+    is_main = group is None or group.is_main  # rank 0 alone evaluates and writes
     agent, env = args.agent, args.env
-    with starting_in_new_folder(args):
-        seed = build_agent(args)
+    with starting_in_new_folder(args) if is_main else contextlib.nullcontext():
+        seed = build_agent(args, group)
         explore_env = build_vector_env(env, args.num_envs, args.if_async_envs) if args.num_envs > 1 else env
         agent.reset_exploration(explore_env, seed)
         buffer = agent.make_buffer(args.max_memo)
-        evaluator = Evaluator(args.cwd, args.eval_env or clone_env(env), args.eval_gap, args.eval_times1, args.eval_times2,
-                              args.target_return, seed, args.if_print, args.if_tensorboard, curve_title(args))
-        if args.if_resume:
-            evaluator.resume(agent.total_steps)
-        write_config(args)
+        evaluator = None
+        if is_main:
+            evaluator = Evaluator(args.cwd, args.eval_env or clone_env(env), args.eval_gap, args.eval_times1, args.eval_times2,
+                                  args.target_return, seed, args.if_print, args.if_tensorboard, curve_title(args))
+            if args.if_resume:
+                evaluator.resume(agent.total_steps)
+            write_config(args, group)
 
     with signal_handlers({signal.SIGTERM: raise_terminated}):  # also over the final save: SIGTERM then still means 143
         try:
             with torch_threads(args.num_threads):
-                train_in_rounds(args, explore_env, buffer, evaluator)
+                train_in_rounds(args, explore_env, buffer, evaluator, group)
         except KeyboardInterrupt as stop:
-            say_stopped(stop, args)
+            if is_main:
+                say_stopped(stop, args)
             raise
         except (EOFError, BrokenPipeError, ConnectionResetError) as error:  # what a dead worker's pipe raises
             raise RuntimeError(
@@ -792,8 +843,10 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
                     explore_env.close()
                 except Exception:  # closing a vector env with a dead worker raises too; the run's error is the one to see
                     pass
-            save_run(args, agent, evaluator)
-    return load_best_actor(args, agent, evaluator.best_return)
+            if evaluator is not None:
+                save_run(args, agent, evaluator)
+            leave_learners(group)
+    return load_best_actor(args, agent, evaluator.best_return) if evaluator is not None else agent
 
 
 def train_and_evaluate_mp(args: Arguments) -> AgentBase:
