@@ -35,6 +35,7 @@ from elegantrl.net import (
     InterSPG,
     QNet,
     QNetDuel,
+    QNetQuantile,
     QNetTwin,
     QNetTwinDuel,
     StateNorm,
@@ -518,6 +519,49 @@ class AgentD3QN(AgentDoubleDQN):
     """Dueling double DQN: two dueling Q heads on one encoder."""
 
     ClassCri = QNetTwinDuel
+
+
+class AgentQRDQN(AgentDQN):
+    """QR-DQN (Dabney et al., 2018): DQN that learns N quantiles of the return per action.
+
+    Args:
+        num_quantiles: N, the quantiles per action, at fractions τ̂ᵢ = (2i + 1) / 2N.
+        explore_rate, explore_decay_steps: as for `AgentDQN`.
+    """
+
+    ClassCri = QNetQuantile
+
+    def __init__(self, num_quantiles: int = 16, explore_rate: tuple[float, float] = (1.0, 0.02), explore_decay_steps: int = 5_000):
+        super().__init__(explore_rate, explore_decay_steps)
+        check_setting(self, "num_quantiles", num_quantiles, _is_count(num_quantiles), "a whole number of at least 1, e.g. 16")
+        self.ClassCri = functools.partial(QNetQuantile, num_quantiles=num_quantiles)  # AgentBase.init passes only the sizes
+
+    def get_next_q(self, next_state: torch.Tensor) -> torch.Tensor:
+        """The target's quantiles of the greedy next action, (batch, N).
+
+        The action is the argmax of the mean, and its quantiles are kept whole: a max per quantile
+        would mix actions into a distribution that no policy has.
+        """
+        quantiles = self.critic_target.get_quantiles(next_state)
+        return quantiles[torch.arange(len(quantiles), device=self.device), quantiles.mean(dim=2).argmax(dim=1)]
+
+    def get_obj_critic(self, batch: Transitions) -> tuple[torch.Tensor, torch.Tensor]:
+        with torch.no_grad():  # quantiles first, so that q_label's (batch,) reward and terminal mask broadcast over them
+            target = self.q_label(batch, self.get_next_q(batch.next_state).T).T
+        quantiles = self.critic.get_quantiles(batch.state)[torch.arange(len(batch.action), device=self.device), batch.action[:, 0]]
+        return quantile_huber_loss(quantiles, target), quantiles.mean(dim=1)
+
+
+def quantile_huber_loss(quantiles: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """QR-DQN's quantile Huber loss (eq. 10, κ = 1) of (batch, N) quantiles θᵢ against target samples Tθⱼ.
+
+    Σᵢ meanⱼ |τ̂ᵢ - 1{uᵢⱼ < 0}|·Huber(uᵢⱼ) with uᵢⱼ = Tθⱼ - θᵢ, averaged over the batch: the asymmetric
+    weight settles θᵢ where a fraction τ̂ᵢ of the target lies below it.
+    """
+    tau = (torch.arange(quantiles.shape[1], device=quantiles.device) + 0.5) / quantiles.shape[1]
+    u = target.unsqueeze(1) - quantiles.unsqueeze(2)  # (batch, i, j)
+    huber = torch.where(u.abs() <= 1.0, 0.5 * u.square(), u.abs() - 0.5)
+    return ((tau.unsqueeze(1) - (u < 0).float()).abs() * huber).mean(dim=2).sum(dim=1).mean()
 
 
 class AgentDDPG(AgentOffPolicy):

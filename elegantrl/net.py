@@ -137,6 +137,26 @@ class QNetTwinDuel(QNetTwin):
     Head = DuelHead
 
 
+class QNetQuantile(nn.Module):
+    """Quantile Q network (QR-DQN): `num_quantiles` quantiles of the return per action.
+
+    ``forward(state)`` is their mean, the Q values (batch, action_dim), so that acting is the same
+    argmax as for every Q network; ``get_quantiles(state)`` gives the quantiles themselves.
+    """
+
+    def __init__(self, net_dim: int, state_dim: int, action_dim: int, num_quantiles: int = 16):
+        super().__init__()
+        self.action_dim, self.num_quantiles = action_dim, num_quantiles
+        self.net = build_mlp([state_dim, net_dim, net_dim, action_dim * num_quantiles])
+
+    def forward(self, state: torch.Tensor) -> torch.Tensor:
+        return self.get_quantiles(state).mean(dim=2)
+
+    def get_quantiles(self, state: torch.Tensor) -> torch.Tensor:
+        """The quantiles at fractions τ̂ᵢ = (2i + 1) / 2N, (batch, action_dim, num_quantiles)."""
+        return self.net(state).view(-1, self.action_dim, self.num_quantiles)
+
+
 class Actor(nn.Module):
     """Deterministic policy: ``forward(state) -> action`` in [-1, 1] (tanh-bounded)."""
 

@@ -5,7 +5,19 @@ import numpy as np
 import pytest
 import torch
 
-from elegantrl.agent import AgentD3QN, AgentDDPG, AgentDoubleDQN, AgentDQN, AgentDuelingDQN, AgentModSAC, AgentPPO, AgentSAC, AgentTD3
+from elegantrl.agent import (
+    AgentD3QN,
+    AgentDDPG,
+    AgentDoubleDQN,
+    AgentDQN,
+    AgentDuelingDQN,
+    AgentModSAC,
+    AgentPPO,
+    AgentQRDQN,
+    AgentSAC,
+    AgentTD3,
+    quantile_huber_loss,
+)
 from elegantrl.env import PreprocessEnv
 from elegantrl.replay import ReplayBuffer, Transitions
 
@@ -46,6 +58,41 @@ def test_twin_target_takes_the_smaller_head_and_respects_termination():
     assert q_value.tolist() == [0.0, 0.0]
 
 
+def constant_quantiles(net, quantiles):
+    """Makes a quantile Q network output the constant quantiles `quantiles[action][i]` for every state."""
+    with torch.no_grad():
+        net.net[-1].weight.zero_()
+        net.net[-1].bias.copy_(torch.tensor(quantiles).flatten())
+
+
+def test_quantile_huber_loss_is_the_papers_formula_on_a_hand_case():
+    # N = 2, so τ̂ = (1/4, 3/4); quantiles θ = (0, 2), target samples Tθ = (-0.5, 3); u_ij = Tθ_j - θ_i
+    #   i=0, τ̂=1/4: u = -0.5 -> |1/4 - 1|·0.5·0.25 = 0.09375;  u = 3   -> 1/4·(3 - 0.5)   = 0.625
+    #   i=1, τ̂=3/4: u = -2.5 -> |3/4 - 1|·(2.5 - 0.5) = 0.5;   u = 1   -> 3/4·0.5·1       = 0.375
+    # Σ_i mean_j: (0.09375 + 0.625) / 2 + (0.5 + 0.375) / 2 = 0.796875; a second, all-zero sample adds 0
+    quantiles = torch.tensor([[0.0, 2.0], [1.0, 1.0]])
+    target = torch.tensor([[-0.5, 3.0], [1.0, 1.0]])
+    assert quantile_huber_loss(quantiles, target).item() == pytest.approx(0.796875 / 2)
+
+
+def test_qrdqn_target_takes_the_quantiles_of_the_action_best_by_mean_and_respects_termination():
+    agent = AgentQRDQN(num_quantiles=2)
+    agent.init(8, 2, 2, gamma=0.5)
+    # action 0: mean 5 with quantiles (0, 10); action 1: mean 4 with (4, 4). The per-quantile max would be (4, 10).
+    for net in (agent.critic_target, agent.critic):
+        constant_quantiles(net, [[0.0, 10.0], [4.0, 4.0]])
+    assert agent.get_next_q(torch.zeros(3, 2)).tolist() == [[0.0, 10.0]] * 3
+    assert agent.act(np.zeros(2, dtype=np.float32)) == 0 and agent.act(np.zeros((4, 2), dtype=np.float32)).tolist() == [0] * 4
+
+    constant_quantiles(agent.critic, [[0.0, 2.0], [0.0, 2.0]])
+    batch = batch_of(terminated=[True, False], truncated=[False, True], reward=-0.5)
+    obj_critic, q_value = agent.get_obj_critic(batch)
+    # terminated: target (-0.5, -0.5), loss 0.09375 + 0.5 = 0.59375 (as in the hand case above);
+    # truncated bootstraps: -0.5 + 0.5·(0, 10) = (-0.5, 4.5), loss (0.09375 + 1) / 2 + (0.5 + 1.5) / 2 = 1.546875
+    assert obj_critic.item() == pytest.approx((0.59375 + 1.546875) / 2)
+    assert q_value.tolist() == [1.0, 1.0]  # the mean over quantiles
+
+
 def test_explore_env_pairs_each_state_with_its_own_next_state_across_episode_ends():
     torch.manual_seed(0)
     env = PreprocessEnv(gym.make("CartPole-v1", max_episode_steps=10))  # truncates every 10 steps unless it falls
@@ -76,7 +123,7 @@ def test_explore_rate_decays_on_schedule():
         AgentDQN(explore_rate=(0.1, 0.5))
 
 
-@pytest.mark.parametrize("agent_class", [AgentDQN, AgentDuelingDQN, AgentDoubleDQN, AgentD3QN])
+@pytest.mark.parametrize("agent_class", [AgentDQN, AgentDuelingDQN, AgentDoubleDQN, AgentD3QN, AgentQRDQN])
 def test_act_is_greedy_for_one_state_and_for_a_batch(agent_class):
     agent = agent_class()
     agent.init(16, 4, 3)
@@ -134,6 +181,8 @@ def test_save_and_load_round_trip(tmp_path):
     [
         (AgentDQN, dict(explore_rate=0.1)),
         (AgentDQN, dict(explore_rate=(0.1, 0.5))),
+        (AgentQRDQN, dict(num_quantiles=0)),
+        (AgentQRDQN, dict(num_quantiles=2.5)),
         (AgentTD3, dict(actor_update_gap=0)),
         (AgentModSAC, dict(actor_update_gap=1.5)),
         (AgentDDPG, dict(explore_noise=-0.1)),

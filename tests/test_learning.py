@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from elegantrl.agent import AgentD3QN, AgentDoubleDQN, AgentDQN, AgentDuelingDQN
+from elegantrl.agent import AgentD3QN, AgentDoubleDQN, AgentDQN, AgentDuelingDQN, AgentQRDQN
 from elegantrl.env import PreprocessEnv
 from elegantrl.run import Arguments, train_and_evaluate
 
@@ -29,7 +29,7 @@ def mean_return(agent, env_id: str, episodes: int = 10, seed: int = 12345) -> fl
     return float(np.mean(returns))
 
 
-@pytest.mark.parametrize("agent_class", [AgentDQN, AgentDuelingDQN, AgentDoubleDQN, AgentD3QN])
+@pytest.mark.parametrize("agent_class", [AgentDQN, AgentDuelingDQN, AgentDoubleDQN, AgentD3QN, AgentQRDQN])
 def test_dqn_family_solves_cartpole_195(agent_class, tmp_path):
     args = Arguments(agent=agent_class(), env="CartPole-v1", random_seed=0, cwd=str(tmp_path), target_return=195.0,
                      break_step=30_000, eval_gap=1000, eval_times1=5, eval_times2=5, if_print=False)

@@ -161,7 +161,7 @@ def run_cli(*flags, cwd):
 def test_cli_help_lists_agents_and_options(tmp_path):
     result = run_cli("--help", cwd=tmp_path)
     assert result.returncode == 0
-    for word in ("D3QN", "DoubleDQN", "DuelingDQN", "--break-step", "--seed", "--net-dim", "--env"):
+    for word in ("D3QN", "DoubleDQN", "DuelingDQN", "QRDQN", "--break-step", "--seed", "--net-dim", "--env"):
         assert word in result.stdout
 
 
