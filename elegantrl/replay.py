@@ -6,11 +6,16 @@ Shapes: a rollout from ``agent.explore_env(env, horizon)`` is a `Transitions` wh
 discrete), ``reward``, ``terminated`` and ``truncated`` ``(horizon, num_envs)``. ``next_state`` is
 the state the action led to, also when the episode ended there (the final observation, never the
 reset state of the next episode), so bootstrapping from it is right on truncation.
+
+The MCTS family stores whole episodes instead (`EpisodeBuffer`) and learns from `Unroll` batches of
+shape ``(batch, K + 1, ...)``, one entry per unroll step; their alignment is in `EpisodeBuffer`'s docstring.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections import deque
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import torch
 
@@ -90,6 +95,186 @@ class RolloutBuffer:
     def extend(self, transitions: Transitions) -> None:
         """Replaces the stored rollout: on-policy learning uses each rollout once, then drops it."""
         self.transitions = Transitions(*(t.to(self.device) for t in transitions))
+
+
+
+class Unroll(NamedTuple):
+    """A batch of MCTS training samples: a start observation and K unroll steps (alignment: `EpisodeBuffer`)."""
+
+    observation: torch.Tensor  # (batch, state_dim): s_t, the one observation the model sees
+    action: torch.Tensor  # (batch, K) int64: a_t .. a_{t+K-1}, the action from unroll step k to k+1
+    reward: torch.Tensor  # (batch, K+1): u_{t+k}, the reward of the action from step k-1; 0 at k = 0
+    value: torch.Tensor  # (batch, K+1): n-step value targets z_{t+k}
+    policy: torch.Tensor  # (batch, K+1, action_dim): search policies pi_{t+k}; zeros where policy_mask is False
+    mask: torch.Tensor  # (batch, K+1) bool: the reward and value targets are true, train on them
+    policy_mask: torch.Tensor  # (batch, K+1) bool: a searched position, train the policy on it
+    weight: torch.Tensor  # (batch,) importance weights of prioritised sampling; ones when uniform
+    index: torch.Tensor  # (batch,) the slot of each start position, for update_priority
+
+
+class EpisodeBuffer:
+    """MCTS (MuZero-style) storage: whole episodes with their search statistics, sampled as K-step unrolls.
+
+    An episode of T steps holds, at each position p < T, the observation s_p the search ran at, its visit
+    distribution pi_p, its root value v_p, the action a_p taken and the reward r_p it earned. Each position
+    fills one slot of a ring of `max_memo` slots (``len()`` counts them); a slot knows its position p and its
+    episode's length T, which maps a flat index to (episode, position). New episodes evict the oldest whole.
+
+    Value targets, with n = `td_steps` and b = min(p + n, T), computed when an episode is added:
+
+        z_p = sum_{i=p}^{b-1} gamma^(i-p) r_i  +  gamma^(b-p) v_b        for p = 0..T,
+
+    where v_T, the value of the final observation s_T, is 0 after a termination and `final_value` after a
+    truncation: the time limit cut off rewards that value stands for. (MuZero's pseudocode bootstraps 0 at
+    every episode end, which teaches that a time limit ends all reward.)
+
+    A sample starts at position t and unrolls K = `num_unroll` steps; step k = 0..K is position t+k:
+
+        observation  s_t (later steps are the model's own hidden states)
+        action       a_{t+k} for k < K: what the dynamics apply from step k to step k+1
+        reward       u_{t+k} = r_{t+k-1} for k >= 1, the reward of the action from step k-1; 0 at k = 0
+        value        z_{t+k}
+        policy       pi_{t+k}
+        policy_mask  t+k < T: a searched position
+        mask         t+k <= T, or the episode terminated: the reward and value targets are true
+
+    Past the end (t+k > T) the state is absorbing: reward 0, value 0, policy zeros, and actions uniform at
+    random (as in MuZero: the model learns that every action keeps the absorbing state, not action 0 alone).
+    After a termination that is the truth; after a truncation the env would have gone on, so `mask` drops
+    those steps. An agent weights its reward and value losses by `mask`, its policy loss by `policy_mask`.
+
+    Prioritised sampling (off while `priority_alpha` is 0) draws a slot with probability proportional to
+    priority^alpha, the priority being |z_p - v_p| (MuZero's) until `update_priority` sets it; `Unroll.weight`
+    is (N P)^-beta over its batch maximum. `generator` (on `device`) draws the samples and the actions past
+    the end; None draws from torch's global RNG, which the run seeds.
+    """
+
+    priority_eps = 1e-6  # a position whose root value already matched its target stays drawable
+
+    def __init__(self, max_memo: int, state_dim: int, action_dim: int, num_unroll: int = 5, td_steps: int = 10,
+                 gamma: float = 0.997, priority_alpha: float = 0.0, priority_beta: float = 1.0,
+                 device: str | torch.device = "cpu", generator: torch.Generator | None = None):
+        for name, value in (("max_memo", max_memo), ("num_unroll", num_unroll), ("td_steps", td_steps)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"EpisodeBuffer({name}={value!r}): {name} must be an integer >= 1")
+        if priority_alpha < 0:
+            raise ValueError(f"EpisodeBuffer(priority_alpha={priority_alpha!r}): must be >= 0 (0 samples uniformly)")
+        self.max_memo, self.state_dim, self.action_dim = max_memo, state_dim, action_dim
+        self.num_unroll, self.td_steps, self.gamma = num_unroll, td_steps, gamma
+        self.priority_alpha, self.priority_beta = priority_alpha, priority_beta
+        self.device, self.generator = torch.device(device), generator
+
+        def empty(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+            return torch.zeros((max_memo, *shape), dtype=dtype, device=self.device)
+
+        self.observation, self.action, self.reward = empty(state_dim), empty(dtype=torch.int64), empty()
+        self.policy, self.root_value, self.value_target = empty(action_dim), empty(), empty()
+        # per slot, of its episode: where it lies, and how the episode ended (end_value is z_T)
+        self.position, self.length = empty(dtype=torch.int64), empty(dtype=torch.int64)
+        self.end_value, self.terminated = empty(), empty(dtype=torch.bool)
+        self.priority = empty()
+        self.episode_lengths: deque[int] = deque()  # the stored episodes, oldest first
+        self.head = 0  # slot of the oldest stored position
+        self.cur_size = 0  # stored positions (transitions)
+
+    def __len__(self) -> int:
+        return self.cur_size
+
+    def add_episode(self, observations: Any, actions: Any, rewards: Any, policies: Any, root_values: Any,
+                    terminated: bool, truncated: bool, final_value: float | None = None) -> None:
+        """Stores one ended episode of T steps, evicting the oldest whole episodes to make room.
+
+        observations (T, state_dim), actions (T,) or (T, 1) integers, rewards (T,), policies (T, action_dim)
+        and root_values (T,) may be tensors, arrays, or lists of per-step entries (how an agent collects
+        each env's episode while it steps a vector env). `final_value` is the agent's value of the final
+        observation (a search's root value there, or its prediction network's value): needed after a
+        truncation, unused after a termination. An episode the agent cuts short itself counts as truncated.
+        """
+        if not (terminated or truncated):
+            raise ValueError("EpisodeBuffer.add_episode stores ended episodes: pass terminated=True or truncated=True "
+                             "(an episode cut short by the agent is truncated, with final_value)")
+        if not terminated and final_value is None:
+            raise ValueError("EpisodeBuffer.add_episode: a truncated episode bootstraps from its final observation; "
+                             "pass final_value, the agent's value of that observation")
+
+        reward = self._as_tensor(rewards, torch.float32)
+        if reward.dim() != 1 or len(reward) == 0:
+            raise ValueError(f"EpisodeBuffer.add_episode: rewards must have shape (T,) with T >= 1 steps, got {tuple(reward.shape)}")
+        steps = len(reward)
+        if steps > self.max_memo:
+            raise ValueError(f"EpisodeBuffer.add_episode: an episode of {steps} steps does not fit in max_memo={self.max_memo}; "
+                             "raise max_memo (it counts transitions)")
+        observation, action, policy, root_value = (self._as_tensor(data, dtype) for data, dtype in (
+            (observations, torch.float32), (actions, torch.int64), (policies, torch.float32), (root_values, torch.float32)))
+        action = action.squeeze(-1) if action.shape == (steps, 1) else action
+        for name, tensor, shape in (("observations", observation, (steps, self.state_dim)), ("actions", action, (steps,)),
+                                    ("policies", policy, (steps, self.action_dim)), ("root_values", root_value, (steps,))):
+            if tensor.shape != shape:
+                raise ValueError(f"EpisodeBuffer.add_episode: {name} has shape {tuple(tensor.shape)}, but an episode of "
+                                 f"{steps} steps (the length of rewards) needs {shape}")
+        if action.min() < 0 or action.max() >= self.action_dim:
+            raise ValueError(f"EpisodeBuffer.add_episode: actions must lie in [0, action_dim={self.action_dim})")
+
+        # z_p for p = 0..T at once: the rewards of each n-step window, then the discounted bootstrap value v_b
+        n, position = self.td_steps, torch.arange(steps + 1, device=self.device)
+        window = torch.cat([reward, reward.new_zeros(n)]).unfold(0, n, 1)  # (T+1, n): r_p .. r_{p+n-1}, 0 past the end
+        bootstrap = torch.minimum(position + n, torch.tensor(steps, device=self.device))
+        value_at = torch.cat([root_value, root_value.new_tensor([0.0 if terminated else float(final_value)])])
+        gamma_power = self.gamma ** torch.arange(n + 1, device=self.device, dtype=torch.float32)
+        target = window @ gamma_power[:n] + gamma_power[bootstrap - position] * value_at[bootstrap]
+
+        while self.cur_size + steps > self.max_memo:  # FIFO, whole episodes: a partial one would lose its targets' context
+            evicted = self.episode_lengths.popleft()
+            self.head, self.cur_size = (self.head + evicted) % self.max_memo, self.cur_size - evicted
+        slot = (self.head + self.cur_size + position[:steps]) % self.max_memo
+        self.observation[slot], self.action[slot], self.reward[slot] = observation, action, reward
+        self.policy[slot], self.root_value[slot], self.value_target[slot] = policy, root_value, target[:steps]
+        self.position[slot], self.length[slot] = position[:steps], steps
+        self.end_value[slot], self.terminated[slot] = target[steps], bool(terminated)
+        self.priority[slot] = (target[:steps] - root_value).abs() + self.priority_eps
+        self.episode_lengths.append(steps)
+        self.cur_size += steps
+
+    def sample_batch(self, batch_size: int) -> Unroll:
+        """A batch of `batch_size` unrolls from uniform (or prioritised) start positions (fields: `Unroll`)."""
+        if self.cur_size == 0:
+            raise RuntimeError("EpisodeBuffer.sample_batch() on an empty buffer: add_episode() an episode first")
+        K, device, generator = self.num_unroll, self.device, self.generator
+        if self.priority_alpha > 0:
+            probability = self.priority[(self.head + torch.arange(self.cur_size, device=device)) % self.max_memo] ** self.priority_alpha
+            probability = probability / probability.sum()
+            offset = torch.multinomial(probability, batch_size, replacement=True, generator=generator)
+            weight = (self.cur_size * probability[offset]) ** -self.priority_beta
+            weight = weight / weight.max()
+        else:
+            offset = torch.randint(self.cur_size, (batch_size,), device=device, generator=generator)
+            weight = torch.ones(batch_size, device=device)
+        index = (self.head + offset) % self.max_memo
+        start, length = self.position[index, None], self.length[index, None]  # t and T, (batch, 1)
+        position = start + torch.arange(K + 1, device=device)  # t+k, (batch, K+1)
+        # each step's slot, clamped into its episode: what that reads past the end is masked out below
+        step = (index[:, None] + torch.minimum(position, length - 1) - start) % self.max_memo
+        searched = position < length
+        random_action = torch.randint(self.action_dim, (batch_size, K), device=device, generator=generator)
+        value = torch.where(searched, self.value_target[step], torch.where(position == length, self.end_value[index, None], 0.0))
+        reward = torch.zeros_like(value)
+        reward[:, 1:] = torch.where(searched[:, :-1], self.reward[step[:, :-1]], 0.0)
+        return Unroll(
+            observation=self.observation[index],
+            action=torch.where(searched[:, :K], self.action[step[:, :K]], random_action),
+            reward=reward, value=value, policy=self.policy[step] * searched[..., None],
+            mask=(position <= length) | self.terminated[index, None], policy_mask=searched, weight=weight, index=index,
+        )
+
+    def _as_tensor(self, data: Any, dtype: torch.dtype) -> torch.Tensor:
+        """A tensor on the buffer's device from a tensor, an array, or a list of per-step entries."""
+        if isinstance(data, Sequence) and len(data) > 0:
+            data = torch.stack([torch.as_tensor(entry) for entry in data])
+        return torch.as_tensor(data).to(self.device, dtype)
+
+    def update_priority(self, index: torch.Tensor, priority: torch.Tensor) -> None:
+        """Sets the priorities of slots `index` (an `Unroll.index`), e.g. to |z - predicted value| after a learning step."""
+        self.priority[index] = priority.detach().abs().to(self.priority) + self.priority_eps
 
 
 def compute_gae(
