@@ -802,6 +802,9 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
     Stops at ``break_step`` env steps, or when an evaluation reaches the target return (if
     ``if_allow_break``), or on Ctrl-C. The run folder keeps the best actor, the record and the curve;
     ``agent.pth`` is written at every evaluation.
+
+    Under ``torchrun`` (or in a process group the caller made), this process is one of several
+    learners (`elegantrl.distributed`): rank 0 returns as above, the other ranks their final agent.
     """
     args.check()
     group = join_learners(args)
@@ -855,6 +858,10 @@ def train_and_evaluate_mp(args: Arguments) -> AgentBase:
 
     Call it under ``if __name__ == "__main__":`` in a script: worker processes start by importing
     the script, and without the guard each would start training again.
+
+    With ``args.learner_gpus`` of several entries it starts that many learners (this process is rank
+    0), each with its own workers; under ``torchrun`` this process is the rank torchrun made. See
+    `elegantrl.distributed`.
     """
     from elegantrl.parallel import train_multiprocess
 

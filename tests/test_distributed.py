@@ -225,3 +225,11 @@ def test_killing_a_rank_under_torchrun_ends_every_rank(tmp_path):
     assert process.returncode != 0
     assert "rank      : 1" in output or "rank: 1" in output, output  # torchrun's report names the rank
     assert not any(os.path.exists(f"/proc/{pid}") and child_pids(pid) for pid in ranks)
+
+
+def test_gpu_check_says_where_there_is_no_gpu_and_exits_0():
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "gpu_check.py")
+    result = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=120,
+                            env={**cli_env(), "CUDA_VISIBLE_DEVICES": ""})  # hides any GPU: the check of a GPU is a benchmark
+    assert result.returncode == 0, result.stderr
+    assert "no CUDA GPU here" in result.stdout
