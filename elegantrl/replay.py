@@ -7,8 +7,9 @@ discrete), ``reward``, ``terminated`` and ``truncated`` ``(horizon, num_envs)``.
 the state the action led to, also when the episode ended there (the final observation, never the
 reset state of the next episode), so bootstrapping from it is right on truncation.
 
-The MCTS family stores whole episodes instead (`EpisodeBuffer`) and learns from `Unroll` batches of
-shape ``(batch, K + 1, ...)``, one entry per unroll step; their alignment is in `EpisodeBuffer`'s docstring.
+The MCTS family's rollout is a `SearchTransitions`: the same fields and shapes, plus what the search found at
+each step. It stores whole episodes (`EpisodeBuffer`) and learns from `Unroll` batches of shape
+``(batch, K + 1, ...)``, one entry per unroll step; their alignment is in `EpisodeBuffer`'s docstring.
 """
 
 from __future__ import annotations
@@ -29,6 +30,24 @@ class Transitions(NamedTuple):
     terminated: torch.Tensor  # true terminal state: no future value
     truncated: torch.Tensor  # cut by a time limit: the future value is bootstrapped
     next_state: torch.Tensor
+
+
+class SearchTransitions(NamedTuple):
+    """An MCTS agent's rollout: `Transitions`' fields (the trainers read only those) and the search's findings.
+
+    Shapes ``(horizon, num_envs, ...)`` as for `Transitions`; `EpisodeBuffer.extend` cuts each env's column
+    into episodes. Values are in the env's reward units (before `reward_scale`), as the rewards are.
+    """
+
+    state: torch.Tensor
+    action: torch.Tensor
+    reward: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    next_state: torch.Tensor
+    policy: torch.Tensor  # (horizon, num_envs, action_dim): the search's visit distribution at `state`
+    root_value: torch.Tensor  # (horizon, num_envs): the search's value of `state`
+    final_value: torch.Tensor  # (horizon, num_envs): the agent's value of `next_state` where truncated, else 0
 
 
 class ReplayBuffer:
@@ -176,6 +195,7 @@ class EpisodeBuffer:
         self.episode_lengths: deque[int] = deque()  # the stored episodes, oldest first
         self.head = 0  # slot of the oldest stored position
         self.cur_size = 0  # stored positions (transitions)
+        self.pending: dict[int, list[tuple[torch.Tensor, ...]]] = {}  # per env of `extend`: its unfinished episode
 
     def __len__(self) -> int:
         return self.cur_size
@@ -234,6 +254,26 @@ class EpisodeBuffer:
         self.priority[slot] = (target[:steps] - root_value).abs() + self.priority_eps
         self.episode_lengths.append(steps)
         self.cur_size += steps
+
+    def extend(self, rollout: SearchTransitions) -> None:
+        """Stores the episodes that end in `rollout` (fields ``(horizon, num_envs, ...)``).
+
+        Each env's steps after its last episode end wait in `pending` for the rollout that ends their
+        episode, so an episode may span rounds. A truncated episode bootstraps from its `final_value`.
+        """
+        columns = (rollout.state, rollout.action, rollout.reward, rollout.policy, rollout.root_value)
+        ended = (rollout.terminated | rollout.truncated).cpu()
+        for env in range(ended.shape[1]):
+            pending, start = self.pending.setdefault(env, []), 0
+            for t in ended[:, env].nonzero().flatten().tolist():
+                pending.append(tuple(column[start : t + 1, env] for column in columns))
+                episode = [torch.cat(parts) for parts in zip(*pending)]
+                self.add_episode(*episode, terminated=bool(rollout.terminated[t, env]), truncated=bool(rollout.truncated[t, env]),
+                                 final_value=float(rollout.final_value[t, env]))
+                pending.clear()
+                start = t + 1
+            if start < ended.shape[0]:
+                pending.append(tuple(column[start:, env] for column in columns))
 
     def sample_batch(self, batch_size: int) -> Unroll:
         """A batch of `batch_size` unrolls from uniform (or prioritised) start positions (fields: `Unroll`)."""
