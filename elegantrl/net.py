@@ -1,4 +1,4 @@
-"""The networks, and nothing else: Q networks, actors and critics.
+"""The networks, and nothing else: Q networks, actors and critics, and MuZero's model.
 
 Every network takes ``(net_dim, state_dim, action_dim)`` like the original ElegantRL and maps a
 batch of states of shape ``(batch, state_dim)``.
@@ -363,3 +363,52 @@ class InterGPO(nn.Module):
     def get_value(self, state: torch.Tensor) -> torch.Tensor:
         """V(state), (batch,)."""
         return self.value(self.encoder(state)).squeeze(1)
+
+
+class MuZeroNet(nn.Module):
+    """MuZero's three networks (Schrittwieser et al., 2020) as small MLPs on a latent of `net_dim` features.
+
+    representation: state -> latent; dynamics: (latent, action) -> (next latent, reward); prediction:
+    latent -> (policy logits, value). Latents are min-max scaled to [0, 1] per sample, as in the paper, so that
+    the dynamics and the prediction read one range however deep the unroll goes.
+
+    Values and rewards are scalars, not categorical supports: this library's envs have rewards of a modest
+    range (and `reward_scale` brings others there), where one linear output and a Huber loss (as the DQN
+    family's critic) learn them; the support and its invertible transform pay off for Atari-sized returns,
+    and would cost a softmax and an inverse transform at every step of the search.
+
+    ``forward(state)`` is the prediction's policy logits at the state, what `AgentBase.act` takes the
+    argmax of; `initial` and `recurrent` are the search's two calls.
+    """
+
+    def __init__(self, net_dim: int, state_dim: int, action_dim: int):
+        super().__init__()
+        self.action_dim = action_dim
+        self.representation = build_mlp([state_dim, net_dim, net_dim])
+        self.dynamics = build_head([net_dim + action_dim, net_dim, net_dim + 1])  # the next latent, then the reward
+        self.prediction = build_head([net_dim, net_dim, action_dim + 1])  # the policy logits, then the value
+
+    def forward(self, state: torch.Tensor) -> torch.Tensor:
+        return self.initial(state)[1]
+
+    def initial(self, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """For states (batch, state_dim): latent (batch, net_dim), policy logits (batch, action_dim), value (batch,)."""
+        latent = scale_latent(self.representation(state))
+        return (latent, *self.predict(latent))
+
+    def recurrent(self, latent: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """One model step by actions (batch,) int64: next latent, reward (batch,), policy logits, value (batch,)."""
+        output = self.dynamics(torch.cat((latent, nn.functional.one_hot(action, self.action_dim).to(latent)), dim=1))
+        next_latent = scale_latent(output[:, :-1])
+        return (next_latent, output[:, -1], *self.predict(next_latent))
+
+    def predict(self, latent: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The prediction network: policy logits (batch, action_dim) and value (batch,) of latents."""
+        output = self.prediction(latent)
+        return output[:, :-1], output[:, -1]
+
+
+def scale_latent(latent: torch.Tensor) -> torch.Tensor:
+    """Min-max scales each latent (row) to [0, 1]; a constant one becomes zeros rather than a division by zero."""
+    low, high = latent.aminmax(dim=1, keepdim=True)
+    return (latent - low) / (high - low).clamp_min(1e-5)
