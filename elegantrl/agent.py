@@ -17,7 +17,7 @@ import functools
 import math
 import os
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -33,6 +33,7 @@ from elegantrl.net import (
     CriticTwin,
     InterGPO,
     InterSPG,
+    MuZeroNet,
     QNet,
     QNetDuel,
     QNetQuantile,
@@ -41,7 +42,7 @@ from elegantrl.net import (
     StateNorm,
     frozen,
 )
-from elegantrl.replay import ReplayBuffer, RolloutBuffer, Transitions, compute_gae
+from elegantrl.replay import EpisodeBuffer, ReplayBuffer, RolloutBuffer, SearchTransitions, Transitions, Unroll, compute_gae
 
 
 def run_and_average(steps: Iterable[dict[str, torch.Tensor]]) -> dict[str, float]:
@@ -86,6 +87,7 @@ class AgentBase:
     ClassAct: type[nn.Module] | None = None
     if_discrete: bool = True
     if_off_policy: bool = True  # set by the family base; Arguments checks if_on_policy against it
+    supports_workers: bool = True  # its rollouts are `Transitions`, which train_and_evaluate_mp's shared slots hold
     arg_defaults: dict[str, Any] = {}
 
     def init(self, net_dim: int, state_dim: int, action_dim: int, learning_rate: float = 1e-3, gamma: float = 0.99,
@@ -97,6 +99,7 @@ class AgentBase:
         self.batch_size, self.repeat_times, self.soft_update_tau = batch_size, repeat_times, soft_update_tau
         self.device = torch.device(device)
         self.total_steps = 0  # env steps explored so far
+        self._update_credit = 0.0  # fractional gradient steps carried to the next update_net
         self.last_state: np.ndarray | None = None  # where the next rollout continues; None: reset first
         self.learner_group: Any = None  # an elegantrl.distributed.LearnerGroup where several learners train together
         # running state statistics for update_state_norm; tensors, so that checkpoints keep them
@@ -239,6 +242,14 @@ class AgentBase:
                     if isinstance(module, StateNorm):
                         module.set(self.state_mean, std)
 
+    def earn_updates(self, new_steps: int) -> int:
+        """The gradient steps `new_steps` new transitions buy, ``n * repeat_times / batch_size`` for n of them, so
+        that each is used ``repeat_times`` times on average; the fraction carries over to the next call."""
+        self._update_credit += new_steps * self.repeat_times / self.batch_size
+        update_times = int(self._update_credit)
+        self._update_credit -= update_times
+        return update_times
+
     def optimizer_update(self, optimizer: torch.optim.Optimizer, objective: torch.Tensor) -> None:
         """One optimizer step on `objective`; with several learners, on the gradient averaged over them."""
         optimizer.zero_grad(set_to_none=True)
@@ -311,7 +322,6 @@ class AgentOffPolicy(AgentBase):
         super().init(*args, **kwargs)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.actor_target: nn.Module | None = None  # for agents whose TD target uses a target actor
-        self._update_credit = 0.0  # fractional gradient steps carried to the next update_net
         self.update_count = 0  # critic gradient steps so far
 
     def make_buffer(self, max_memo: int) -> ReplayBuffer:
@@ -320,13 +330,9 @@ class AgentOffPolicy(AgentBase):
     def update_net(self, buffer: ReplayBuffer, new_steps: int) -> dict[str, float]:
         """Does the gradient steps that `new_steps` new transitions pay for; returns the mean figures.
 
-        Each transition is used ``repeat_times`` times on average: n new transitions buy
-        ``n * repeat_times / batch_size`` gradient steps (fractions carry over to the next call).
+        Each transition is used ``repeat_times`` times on average (`earn_updates`).
         """
-        self._update_credit += new_steps * self.repeat_times / self.batch_size
-        update_times = int(self._update_credit)
-        self._update_credit -= update_times
-        return run_and_average(self.update_step(buffer) for _ in range(update_times))
+        return run_and_average(self.update_step(buffer) for _ in range(self.earn_updates(new_steps)))
 
     def update_step(self, buffer: ReplayBuffer) -> dict[str, torch.Tensor]:
         """One gradient step on the critic and, every `actor_update_gap` steps, one on the actor."""
@@ -782,3 +788,211 @@ class AgentDiscreteA2C(AgentA2C):
 
     ClassAct = ActorDiscretePPO
     if_discrete = True
+
+
+PUCT_C1, PUCT_C2 = 1.25, 19652.0  # MuZero's pUCT constants: c1 weighs the prior, c2 slowly raises it as visits grow
+
+
+class SearchTree(NamedTuple):
+    """B search trees as fixed-shape tensors: N = num_simulations + 1 nodes each, A actions.
+
+    Node 0 is the root, and simulation i expands node i of every tree, so that one batched model call serves
+    all trees. Edge (b, n, a) is action a at node n of tree b.
+    """
+
+    child: torch.Tensor  # (B, N, A) int64: the node the edge leads to; 0 while unexpanded (the root is no one's child)
+    visit: torch.Tensor  # (B, N, A): the simulations through the edge
+    value_sum: torch.Tensor  # (B, N, A): their returns r + γ·G from the edge on; value_sum / visit is Q
+    reward: torch.Tensor  # (B, N, A): the model's reward of the edge, set when it is expanded
+    prior: torch.Tensor  # (B, N, A): the prediction's policy at the node (mixed with noise at the root)
+    value: torch.Tensor  # (B, N): the prediction's value of the node
+
+    def root_policy(self) -> torch.Tensor:
+        """The roots' visit distributions (B, A): the search's policy and the policy target."""
+        return self.visit[:, 0] / self.visit[:, 0].sum(dim=1, keepdim=True)
+
+    def root_value(self) -> torch.Tensor:
+        """The roots' values (B,): the mean of the root's predicted value and every simulation's return."""
+        return (self.value[:, 0] + self.value_sum[:, 0].sum(dim=1)) / (1 + self.visit[:, 0].sum(dim=1))
+
+
+@torch.no_grad()
+def tree_search(model: nn.Module, state: torch.Tensor, num_simulations: int, gamma: float,
+                noise: torch.Tensor | None = None, noise_fraction: float = 0.25) -> SearchTree:
+    """MuZero's Monte-Carlo tree search from states (B, state_dim) over `model` (``initial``, ``recurrent``: see
+    `MuZeroNet`), all B trees at once.
+
+    Each simulation descends by pUCT to an unexpanded edge, expands it with one batched model call, and backs
+    the leaf's value up the path, G ← r + γ·G. Q is min-max normalised over each tree's values so far (0 for
+    an unvisited edge), so that c1 weighs the prior the same at any reward scale. A node's visit count includes
+    its own expansion, so the first simulation follows the prior; ties go to the lowest action index (argmax's
+    first maximum). `noise` (B, A), e.g. Dirichlet samples, is mixed into the roots' prior by `noise_fraction`.
+    """
+    latent, logits, value = model.initial(state)
+    (batch, action_dim), nodes = logits.shape, num_simulations + 1
+    rows = torch.arange(batch, device=state.device)
+    edges = logits.new_zeros(batch, nodes, action_dim)
+    tree = SearchTree(edges.long(), edges.clone(), edges.clone(), edges.clone(), edges.clone(), logits.new_zeros(batch, nodes))
+    latents = latent.new_zeros(batch, nodes, latent.shape[1])
+    latents[:, 0], tree.prior[:, 0], tree.value[:, 0] = latent, logits.softmax(dim=1), value
+    if noise is not None:
+        tree.prior[:, 0].lerp_(noise, noise_fraction)
+    low, high = value.new_full((batch,), math.inf), value.new_full((batch,), -math.inf)
+    for new_node in range(1, nodes):
+        node, descending, path = torch.zeros_like(rows), torch.ones_like(rows, dtype=torch.bool), []
+        while True:  # a tree that reached its leaf edge stays there, masked out of the path, while the others descend
+            action = puct_scores(tree, rows, node, low, high).argmax(dim=1)
+            path.append((node, action, descending))
+            next_node = tree.child[rows, node, action]
+            descending = descending & (next_node > 0)
+            if not descending.any():
+                break
+            node = torch.where(descending, next_node, node)
+        latents[:, new_node], reward, logits, value = model.recurrent(latents[rows, node], action)
+        tree.prior[:, new_node], tree.value[:, new_node] = logits.softmax(dim=1), value
+        tree.child[rows, node, action], tree.reward[rows, node, action] = new_node, reward
+        for node, action, on in reversed(path):
+            value = torch.where(on, tree.reward[rows, node, action] + gamma * value, value)
+            tree.visit[rows, node, action] += on
+            tree.value_sum[rows, node, action] += torch.where(on, value, 0.0)
+            q = tree.value_sum[rows, node, action] / tree.visit[rows, node, action].clamp_min(1)
+            low, high = torch.where(on, low.minimum(q), low), torch.where(on, high.maximum(q), high)
+    return tree
+
+
+def puct_scores(tree: SearchTree, rows: torch.Tensor, node: torch.Tensor, low: torch.Tensor, high: torch.Tensor) -> torch.Tensor:
+    """pUCT of each action at `node` of each tree, (B, A): normalised Q + P·√N / (1 + n)·(c1 + log((N + c2 + 1) / c2))."""
+    visit, prior = tree.visit[rows, node], tree.prior[rows, node]
+    q = (tree.value_sum[rows, node] / visit.clamp_min(1) - low[:, None]) / (high - low).clamp_min(1e-8)[:, None]
+    parent = 1 + visit.sum(dim=1, keepdim=True)
+    return torch.where(visit > 0, q, 0.0) + prior * parent.sqrt() / (1 + visit) * (PUCT_C1 + torch.log((parent + PUCT_C2 + 1) / PUCT_C2))
+
+
+class AgentMCTS(AgentBase):
+    """The MCTS family: a tree search over a model chooses each action (`tree_search`), and whole episodes with
+    the search's visit distributions and root values are stored (`EpisodeBuffer`) and learned from as unrolls.
+
+    How the search's findings reach the buffer: `select_action` notes them for each step it searches;
+    `explore_env` returns them with the steps as one `SearchTransitions` rollout; the trainers' ``buffer.extend``
+    cuts each env's column into episodes (`EpisodeBuffer.extend`). A truncated episode carries the prediction's
+    value of its final observation, which its value targets bootstrap from; a terminated one has none.
+
+    The model is the network that acts (ClassCri, ``ClassAct = None``): ``initial`` and ``recurrent`` as in
+    `MuZeroNet`. A subclass defines its objective on an `Unroll` (`get_obj`). Its rollouts do not fit
+    train_and_evaluate_mp's shared slots (`supports_workers`): train it with train_and_evaluate and ``num_envs``.
+
+    Args:
+        num_simulations: simulations per search, each one batched model call over the searched envs.
+        num_unroll, td_steps: K, the model's unroll steps in training, and n of the n-step value targets.
+        temperature: exploration actions are drawn ∝ visits^(1/temperature); 0 takes the most visited.
+        dirichlet_alpha, noise_fraction: the Dirichlet noise mixed into the root's prior while exploring.
+    """
+
+    ClassAct = None  # the model acts: its prediction network's policy
+    if_off_policy = True  # it learns from stored episodes, not only from its latest policy's
+    supports_workers = False
+    arg_defaults = dict(
+        net_dim=64, batch_size=128, repeat_times=4.0, target_step=64, max_memo=2**16,
+        learning_rate=1e-3, warmup_steps=256, eval_gap=1000,
+    )
+
+    def __init__(self, num_simulations: int = 16, num_unroll: int = 5, td_steps: int = 10, temperature: float = 1.0,
+                 dirichlet_alpha: float = 0.25, noise_fraction: float = 0.25):
+        for name, value in (("num_simulations", num_simulations), ("num_unroll", num_unroll), ("td_steps", td_steps)):
+            check_setting(self, name, value, _is_count(value), "a whole number of at least 1")
+        check_setting(self, "temperature", temperature, temperature >= 0.0, "zero (the most visited action) or positive")
+        check_setting(self, "dirichlet_alpha", dirichlet_alpha, dirichlet_alpha > 0.0, "positive, e.g. 0.25")
+        check_setting(self, "noise_fraction", noise_fraction, 0.0 <= noise_fraction <= 1.0, "in [0, 1]")
+        self.num_simulations, self.num_unroll, self.td_steps = num_simulations, num_unroll, td_steps
+        self.temperature, self.dirichlet_alpha, self.noise_fraction = temperature, dirichlet_alpha, noise_fraction
+
+    def init(self, *args: Any, **kwargs: Any) -> None:
+        super().init(*args, **kwargs)
+        self.search_log: list[tuple[torch.Tensor, torch.Tensor]] = []  # (policy, root value) of each step searched
+
+    def make_buffer(self, max_memo: int) -> EpisodeBuffer:
+        return EpisodeBuffer(max_memo, self.state_dim, self.action_dim, self.num_unroll, self.td_steps, self.gamma, device=self.device)
+
+    def search(self, state: torch.Tensor, if_noise: bool = True) -> SearchTree:
+        """The search from states (B, state_dim), with fresh Dirichlet noise at the roots if `if_noise`."""
+        noise = None
+        if if_noise and self.noise_fraction > 0:
+            alpha = torch.full((self.action_dim,), self.dirichlet_alpha, device=self.device)
+            noise = torch.distributions.Dirichlet(alpha).sample((len(state),))
+        return tree_search(self.actor, state, self.num_simulations, self.gamma, noise, self.noise_fraction)
+
+    def select_action(self, state: torch.Tensor) -> torch.Tensor:
+        tree = self.search(state)
+        policy = tree.root_policy()
+        self.search_log.append((policy, tree.root_value()))
+        if self.temperature == 0:
+            return policy.argmax(dim=1)
+        return torch.multinomial(policy ** (1.0 / self.temperature), 1).squeeze(1)
+
+    def explore_env(self, env: Any, horizon: int, if_random: bool = False) -> SearchTransitions:
+        """`AgentBase.explore_env` with the search's findings: a `SearchTransitions` of shape ``(horizon, num_envs, ...)``.
+
+        Random warm-up steps store a uniform policy and the prediction's value as their root value.
+        """
+        self.search_log = []
+        rollout = super().explore_env(env, horizon, if_random)
+        shape = rollout.reward.shape
+        with torch.no_grad():
+            if if_random:
+                policy = torch.full((*shape, self.action_dim), 1.0 / self.action_dim, device=self.device)
+                root_value = self.actor.initial(rollout.state.flatten(0, 1))[2].view(shape)
+            else:
+                policy = torch.stack([policy for policy, _ in self.search_log])
+                root_value = torch.stack([root_value for _, root_value in self.search_log])
+            final_value = torch.zeros(shape, device=self.device)  # only a time limit's cut has a future to bootstrap
+            if rollout.truncated.any():
+                final_value[rollout.truncated] = self.actor.initial(rollout.next_state[rollout.truncated])[2]
+        # the buffer holds env units, as for every agent; values return to the scaled units in get_obj
+        return SearchTransitions(*rollout, policy, root_value / self.reward_scale, final_value / self.reward_scale)
+
+    def update_net(self, buffer: EpisodeBuffer, new_steps: int) -> dict[str, float]:
+        """Gradient steps on sampled unrolls, each transition used ``repeat_times`` times on average (`earn_updates`)."""
+        return run_and_average(self.update_step(buffer) for _ in range(self.earn_updates(new_steps)))
+
+    def update_step(self, buffer: EpisodeBuffer) -> dict[str, torch.Tensor]:
+        """One gradient step of the model on a batch of unrolls."""
+        objective, logs = self.get_obj(buffer.sample_batch(self.batch_size))
+        self.optimizer_update(self.critic_optimizer, objective)
+        return {"obj_model": objective, **logs}
+
+    def get_obj(self, unroll: Unroll) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The objective on `unroll` to minimise, and its parts to log; per agent."""
+        raise NotImplementedError
+
+
+class AgentMuZero(AgentMCTS):
+    """MuZero (Schrittwieser et al., 2020): the search runs on a learned model (`MuZeroNet`) that is trained by
+    unrolling it K steps along stored episodes against the search's policies, the n-step values and the rewards.
+
+    As in the paper, the gradient into each dynamics step is halved and the unrolled steps' losses are scaled
+    by 1/K, so that the representation's gradient stays of one size however long the unroll. `act` takes the
+    prediction network's most likely action, without a search: it is trained toward the search's visit
+    distributions, and the Evaluator's hundreds of steps per episode then cost one forward pass each.
+    """
+
+    ClassCri = MuZeroNet
+
+    def get_obj(self, unroll: Unroll) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        latent, logits, value = self.critic.initial(unroll.observation)
+        logits_k, value_k, reward_k = [logits], [value], [torch.zeros_like(value)]
+        for k in range(self.num_unroll):
+            latent = latent * 0.5 + latent.detach() * 0.5  # halves the gradient, not the value
+            latent, reward, logits, value = self.critic.recurrent(latent, unroll.action[:, k])
+            logits_k.append(logits), value_k.append(value), reward_k.append(reward)
+        step_weight = torch.full((self.num_unroll + 1,), 1.0 / self.num_unroll, device=self.device)
+        step_weight[0] = 1.0
+
+        def loss(part: torch.Tensor) -> torch.Tensor:  # (batch, K+1) -> scalar, weighted by step and sample
+            return (part @ step_weight * unroll.weight).mean()
+
+        huber = functools.partial(nn.functional.smooth_l1_loss, reduction="none")
+        obj_value = loss(huber(torch.stack(value_k, 1), unroll.value * self.reward_scale) * unroll.mask)
+        obj_reward = loss(huber(torch.stack(reward_k, 1), unroll.reward * self.reward_scale) * unroll.mask)
+        # the policy target is zeros past the episode's end: no policy loss there
+        obj_policy = loss(-(unroll.policy * torch.stack(logits_k, 1).log_softmax(dim=2)).sum(dim=2))
+        return obj_value + obj_reward + obj_policy, {"obj_value": obj_value, "obj_reward": obj_reward, "obj_policy": obj_policy}

@@ -27,12 +27,12 @@ import numpy as np
 import torch
 
 from elegantrl import agent as agent_module
-from elegantrl.agent import AgentBase, AgentOffPolicy, AgentOnPolicy, atomic_torch_save
+from elegantrl.agent import AgentBase, AgentMCTS, AgentOffPolicy, AgentOnPolicy, atomic_torch_save
 from elegantrl.distributed import RANK_SEED_OFFSET, LearnerGroup, gpu_device, join_learners, leave_learners
 from elegantrl.env import PreprocessEnv, build_vector_env, check_env, clone_env
 from elegantrl.replay import Transitions
 
-FAMILY_BASES = (AgentBase, AgentOffPolicy, AgentOnPolicy)  # templates, not agents a user trains
+FAMILY_BASES = (AgentBase, AgentOffPolicy, AgentOnPolicy, AgentMCTS)  # templates, not agents a user trains
 CURVE_SECONDS = 30.0  # learning_curve.png is redrawn at an evaluation at most this often (and at the end)
 
 
@@ -863,6 +863,11 @@ def train_and_evaluate_mp(args: Arguments) -> AgentBase:
     0), each with its own workers; under ``torchrun`` this process is the rank torchrun made. See
     `elegantrl.distributed`.
     """
+    if not getattr(args.agent, "supports_workers", True):  # a class or an instance; Arguments.check refuses non-agents
+        name = getattr(args.agent, "__name__", type(args.agent).__name__)
+        raise ValueError(f"{name} cannot train with train_and_evaluate_mp: its rollouts carry the search's policies and "
+                         f"values, which the workers' shared slots do not hold. Use train_and_evaluate(args), with "
+                         f"Arguments.num_envs to search several envs at once")
     from elegantrl.parallel import train_multiprocess
 
     return train_multiprocess(args)

@@ -198,19 +198,20 @@ def test_a_bad_agent_setting_is_refused_when_the_agent_is_made(agent_class, sett
 
 
 def test_every_agent_is_a_short_subclass_of_exactly_one_family_base():
-    from elegantrl.agent import AgentOffPolicy, AgentOnPolicy
-    from elegantrl.replay import ReplayBuffer, RolloutBuffer
+    from elegantrl.agent import AgentMCTS, AgentOffPolicy, AgentOnPolicy
+    from elegantrl.replay import EpisodeBuffer, ReplayBuffer, RolloutBuffer
     from elegantrl.run import list_agents
 
     agents = list_agents()
-    assert "OffPolicy" not in agents and "OnPolicy" not in agents and "Base" not in agents  # templates, not agents
+    assert not {"OffPolicy", "OnPolicy", "MCTS", "Base"} & set(agents)  # templates, not agents
+    storage = {AgentOffPolicy: ReplayBuffer, AgentOnPolicy: RolloutBuffer, AgentMCTS: EpisodeBuffer}
     for name, agent_class in agents.items():
-        families = [base for base in (AgentOffPolicy, AgentOnPolicy) if issubclass(agent_class, base)]
+        families = [base for base in storage if issubclass(agent_class, base)]
         assert len(families) == 1, name
         agent = agent_class()
         agent.init(8, 4, 2)
         buffer = agent.make_buffer(max_memo=64)
-        assert isinstance(buffer, ReplayBuffer if families[0] is AgentOffPolicy else RolloutBuffer), name
+        assert isinstance(buffer, storage[families[0]]), name
         if families[0] is AgentOnPolicy:  # no TD-learning machinery where it is never used
             assert not hasattr(agent, "critic_target") and not hasattr(agent_class, "q_label"), name
 
