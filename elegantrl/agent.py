@@ -823,8 +823,8 @@ def tree_search(model: nn.Module, state: torch.Tensor, num_simulations: int, gam
     `MuZeroNet`), all B trees at once.
 
     Each simulation descends by pUCT to an unexpanded edge, expands it with one batched model call, and backs
-    the leaf's value up the path, G ← r + γ·G. Q is min-max normalised over each tree's values so far (0 for
-    an unvisited edge), so that c1 weighs the prior the same at any reward scale. A node's visit count includes
+    the leaf's value up the path, G ← r + γ·G. Q is min-max normalised over each tree's values so far, so that
+    c1 weighs the prior the same at any reward scale (`puct_scores`). A node's visit count includes
     its own expansion, so the first simulation follows the prior; ties go to the lowest action index (argmax's
     first maximum). `noise` (B, A), e.g. Dirichlet samples, is mixed into the roots' prior by `noise_fraction`.
     """
@@ -861,11 +861,17 @@ def tree_search(model: nn.Module, state: torch.Tensor, num_simulations: int, gam
 
 
 def puct_scores(tree: SearchTree, rows: torch.Tensor, node: torch.Tensor, low: torch.Tensor, high: torch.Tensor) -> torch.Tensor:
-    """pUCT of each action at `node` of each tree, (B, A): normalised Q + P·√N / (1 + n)·(c1 + log((N + c2 + 1) / c2))."""
-    visit, prior = tree.visit[rows, node], tree.prior[rows, node]
-    q = (tree.value_sum[rows, node] / visit.clamp_min(1) - low[:, None]) / (high - low).clamp_min(1e-8)[:, None]
+    """pUCT of each action at `node` of each tree, (B, A): normalised Q + P·√N / (1 + n)·(c1 + log((N + c2 + 1) / c2)).
+
+    An unvisited edge takes its node's value, not the paper's 0 (the bottom of the normalised range): with few
+    simulations, 0 lets the first action visited keep every later visit (EfficientZero and mctx do the same).
+    """
+    visit, value_sum, prior = tree.visit[rows, node], tree.value_sum[rows, node], tree.prior[rows, node]
     parent = 1 + visit.sum(dim=1, keepdim=True)
-    return torch.where(visit > 0, q, 0.0) + prior * parent.sqrt() / (1 + visit) * (PUCT_C1 + torch.log((parent + PUCT_C2 + 1) / PUCT_C2))
+    node_value = (tree.value[rows, node, None] + value_sum.sum(dim=1, keepdim=True)) / parent
+    q = torch.where(visit > 0, value_sum / visit.clamp_min(1), node_value)
+    q = ((q - low[:, None]) / (high - low).clamp_min(1e-8)[:, None]).clamp(0.0, 1.0)
+    return q + prior * parent.sqrt() / (1 + visit) * (PUCT_C1 + torch.log((parent + PUCT_C2 + 1) / PUCT_C2))
 
 
 class AgentMCTS(AgentBase):
@@ -892,11 +898,11 @@ class AgentMCTS(AgentBase):
     if_off_policy = True  # it learns from stored episodes, not only from its latest policy's
     supports_workers = False
     arg_defaults = dict(
-        net_dim=64, batch_size=128, repeat_times=4.0, target_step=64, max_memo=2**16,
+        net_dim=64, batch_size=128, repeat_times=32.0, target_step=64, max_memo=2**12,
         learning_rate=1e-3, warmup_steps=256, eval_gap=1000,
     )
 
-    def __init__(self, num_simulations: int = 16, num_unroll: int = 5, td_steps: int = 10, temperature: float = 1.0,
+    def __init__(self, num_simulations: int = 8, num_unroll: int = 5, td_steps: int = 10, temperature: float = 1.0,
                  dirichlet_alpha: float = 0.25, noise_fraction: float = 0.25):
         for name, value in (("num_simulations", num_simulations), ("num_unroll", num_unroll), ("td_steps", td_steps)):
             check_setting(self, name, value, _is_count(value), "a whole number of at least 1")

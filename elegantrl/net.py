@@ -387,6 +387,12 @@ class MuZeroNet(nn.Module):
         self.representation = build_mlp([state_dim, net_dim, net_dim])
         self.dynamics = build_head([net_dim + action_dim, net_dim, net_dim + 1])  # the next latent, then the reward
         self.prediction = build_head([net_dim, net_dim, action_dim + 1])  # the policy logits, then the value
+        # A uniform prior, zero values and zero rewards at first: the untrained model's searches then visit
+        # the actions evenly. Random outputs would bias them, and the policy, trained toward their visits,
+        # would keep that bias long after the model has learned better (zeroed as in EfficientZero).
+        with torch.no_grad():
+            for output in (self.prediction[-1].weight, self.prediction[-1].bias, self.dynamics[-1].weight[-1:], self.dynamics[-1].bias[-1:]):
+                output.zero_()
 
     def forward(self, state: torch.Tensor) -> torch.Tensor:
         return self.initial(state)[1]

@@ -40,6 +40,7 @@ def muzero(seed: int = 0, **settings) -> AgentMuZero:
     torch.manual_seed(seed)
     agent = AgentMuZero(**settings)
     agent.init(32, 4, 2)
+    torch.nn.init.normal_(agent.actor.prediction[-1].weight, std=0.5)  # a prior and values that are not the untrained uniform and 0
     return agent
 
 
@@ -117,6 +118,7 @@ def test_rollouts_reach_the_episode_buffer_and_only_truncation_bootstraps():
     env = build_vector_env(PreprocessEnv(gym.make("CartPole-v1", max_episode_steps=15)), 3)
     agent = AgentMuZero(num_simulations=4)
     agent.init(16, 4, 2, reward_scale=0.5)
+    torch.nn.init.normal_(agent.actor.prediction[-1].weight)  # values that are not the untrained 0
     agent.reset_exploration(env, seed=0)
     buffer = agent.make_buffer(max_memo=10_000)
     assert isinstance(buffer, EpisodeBuffer)
