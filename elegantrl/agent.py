@@ -899,10 +899,10 @@ class AgentMCTS(AgentBase):
     supports_workers = False
     arg_defaults = dict(
         net_dim=64, batch_size=128, repeat_times=32.0, target_step=64, max_memo=2**12,
-        learning_rate=1e-3, warmup_steps=256, eval_gap=1000,
+        learning_rate=3e-3, warmup_steps=256, eval_gap=1000,
     )
 
-    def __init__(self, num_simulations: int = 8, num_unroll: int = 5, td_steps: int = 10, temperature: float = 1.0,
+    def __init__(self, num_simulations: int = 8, num_unroll: int = 5, td_steps: int = 50, temperature: float = 1.0,
                  dirichlet_alpha: float = 0.25, noise_fraction: float = 0.25):
         for name, value in (("num_simulations", num_simulations), ("num_unroll", num_unroll), ("td_steps", td_steps)):
             check_setting(self, name, value, _is_count(value), "a whole number of at least 1")
