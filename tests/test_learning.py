@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from elegantrl.agent import AgentD3QN, AgentDoubleDQN, AgentDQN, AgentDuelingDQN, AgentQRDQN
+from elegantrl.agent import AgentD3QN, AgentDoubleDQN, AgentDQN, AgentDuelingDQN, AgentMuZero, AgentQRDQN
 from elegantrl.env import PreprocessEnv
 from elegantrl.run import Arguments, train_and_evaluate
 
@@ -39,3 +39,14 @@ def test_dqn_family_solves_cartpole_195(agent_class, tmp_path):
     assert best >= 195.0  # the evaluation during training (10 episodes: 5, then 5 more to confirm)
     # the actor kept on disk and returned is that policy: far above random play on unseen episodes
     assert mean_return(agent, "CartPole-v1") >= 150.0
+
+
+def test_muzero_reaches_150_on_cartpole(tmp_path):
+    # 8 envs searched at once (one batched model call per simulation); about 5,000 env steps and 20 s of training
+    args = Arguments(agent=AgentMuZero(), env="CartPole-v1", num_envs=8, random_seed=0, cwd=str(tmp_path), target_return=200.0,
+                     break_step=12_000, eval_gap=1000, eval_times1=4, eval_times2=4, if_print=False)
+    agent = train_and_evaluate(args)
+    with open(os.path.join(args.cwd, "recorder.csv")) as file:
+        best = max(float(row["return_mean"]) for row in csv.DictReader(file))
+    assert best >= 150.0
+    assert mean_return(agent, "CartPole-v1") >= 150.0  # the saved actor, on episodes the training never saw
