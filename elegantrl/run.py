@@ -866,8 +866,8 @@ def train_and_evaluate_mp(args: Arguments) -> AgentBase:
     if not getattr(args.agent, "supports_workers", True):  # a class or an instance; Arguments.check refuses non-agents
         name = getattr(args.agent, "__name__", type(args.agent).__name__)
         raise ValueError(f"{name} cannot train with train_and_evaluate_mp: its rollouts carry the search's policies and "
-                         f"values, which the workers' shared slots do not hold. Use train_and_evaluate(args), with "
-                         f"Arguments.num_envs to search several envs at once")
+                         f"values, which the workers' shared slots do not hold. Use train_and_evaluate(args) (on the command "
+                         f"line: leave out --rollout-num), with Arguments.num_envs to search several envs at once")
     from elegantrl.parallel import train_multiprocess
 
     return train_multiprocess(args)
