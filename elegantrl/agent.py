@@ -921,10 +921,8 @@ class AgentMCTS(AgentBase):
 
     def search(self, state: torch.Tensor, if_noise: bool = True) -> SearchTree:
         """The search from states (B, state_dim), with fresh Dirichlet noise at the roots if `if_noise`."""
-        noise = None
-        if if_noise and self.noise_fraction > 0:
-            alpha = torch.full((self.action_dim,), self.dirichlet_alpha, device=self.device)
-            noise = torch.distributions.Dirichlet(alpha).sample((len(state),))
+        alpha = torch.full((self.action_dim,), self.dirichlet_alpha, device=self.device)
+        noise = torch.distributions.Dirichlet(alpha).sample((len(state),)) if if_noise and self.noise_fraction > 0 else None
         return tree_search(self.actor, state, self.num_simulations, self.gamma, noise, self.noise_fraction)
 
     def select_action(self, state: torch.Tensor) -> torch.Tensor:
@@ -948,11 +946,9 @@ class AgentMCTS(AgentBase):
                 policy = torch.full((*shape, self.action_dim), 1.0 / self.action_dim, device=self.device)
                 root_value = self.actor.initial(rollout.state.flatten(0, 1))[2].view(shape)
             else:
-                policy = torch.stack([policy for policy, _ in self.search_log])
-                root_value = torch.stack([root_value for _, root_value in self.search_log])
+                policy, root_value = (torch.stack(found) for found in zip(*self.search_log))  # (horizon, num_envs, ...)
             final_value = torch.zeros(shape, device=self.device)  # only a time limit's cut has a future to bootstrap
-            if rollout.truncated.any():
-                final_value[rollout.truncated] = self.actor.initial(rollout.next_state[rollout.truncated])[2]
+            final_value[rollout.truncated] = self.actor.initial(rollout.next_state[rollout.truncated])[2]
         # the buffer holds env units, as for every agent; values return to the scaled units in get_obj
         return SearchTransitions(*rollout, policy, root_value / self.reward_scale, final_value / self.reward_scale)
 
@@ -990,8 +986,7 @@ class AgentMuZero(AgentMCTS):
             latent = latent * 0.5 + latent.detach() * 0.5  # halves the gradient, not the value
             latent, reward, logits, value = self.critic.recurrent(latent, unroll.action[:, k])
             logits_k.append(logits), value_k.append(value), reward_k.append(reward)
-        step_weight = torch.full((self.num_unroll + 1,), 1.0 / self.num_unroll, device=self.device)
-        step_weight[0] = 1.0
+        step_weight = torch.tensor([1.0] + [1.0 / self.num_unroll] * self.num_unroll, device=self.device)
 
         def loss(part: torch.Tensor) -> torch.Tensor:  # (batch, K+1) -> scalar, weighted by step and sample
             return (part @ step_weight * unroll.weight).mean()
