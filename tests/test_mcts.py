@@ -1,5 +1,6 @@
 """The MCTS family: the batched tree search, the rollouts' path to the EpisodeBuffer, MuZero's wiring."""
 
+import csv
 import os
 
 import gymnasium as gym
@@ -169,14 +170,21 @@ def test_checkpoint_round_trip_covers_every_network_and_optimizer(tmp_path):
     assert all(torch.equal(a, b) for a, b in zip(first, loaded.search(states())))
 
 
-def test_a_tiny_run_saves_an_actor_that_load_agent_rebuilds(tmp_path):
-    args = Arguments(agent=AgentMuZero(num_simulations=4), env="CartPole-v1", cwd=str(tmp_path / "run"), num_envs=2,
-                     break_step=400, warmup_steps=64, target_step=32, eval_gap=200, eval_times1=1, eval_times2=0, if_print=False)
+def tiny_run(cwd: str) -> tuple[AgentMuZero, list[dict]]:
+    args = Arguments(agent=AgentMuZero(num_simulations=4), env="CartPole-v1", cwd=cwd, num_envs=2, break_step=400,
+                     warmup_steps=64, target_step=32, eval_gap=200, eval_times1=1, eval_times2=0, if_print=False)
     agent = train_and_evaluate(args)
-    assert {"actor.pth", "agent.pth", "recorder.csv"} <= set(os.listdir(args.cwd))
-    loaded = load_agent(args.cwd)
+    with open(os.path.join(cwd, "recorder.csv")) as file:
+        return agent, [{k: v for k, v in row.items() if k != "seconds"} for row in csv.DictReader(file)]
+
+
+def test_a_tiny_run_saves_an_actor_that_load_agent_rebuilds_and_one_seed_gives_one_curve(tmp_path):
+    agent, record = tiny_run(str(tmp_path / "run"))
+    assert {"actor.pth", "agent.pth", "recorder.csv"} <= set(os.listdir(tmp_path / "run"))
+    loaded = load_agent(str(tmp_path / "run"))
     state = states().numpy()
     assert isinstance(loaded, AgentMuZero) and np.array_equal(loaded.act(state), agent.act(state))
+    assert tiny_run(str(tmp_path / "again"))[1] == record and len(record) == 2  # the losses too: every draw is the seed's
 
 
 def test_the_family_is_wired_like_the_others():
