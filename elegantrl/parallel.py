@@ -408,7 +408,7 @@ def train_multiprocess(args: Arguments) -> AgentBase:
     if group is None and len(args.learner_gpus or ()) > 1:
         ranks, group = start_learner_ranks(args, recipes, blueprint)
     if group is not None and args.if_async_workers:
-        leave_learners(group)
+        stop_learner_ranks(ranks, group, grace=0.5)
         raise ValueError("if_async_workers=True with several learners: the ranks must learn from their rounds in step. "
                          "Leave if_async_workers=False")
     is_main = group is None or group.is_main  # rank 0 alone evaluates and writes

@@ -573,8 +573,10 @@ def evaluation_seeds(random_seed: int, total_steps: int, eval_gap: int, episodes
     return [int(seed) for seed in np.random.default_rng((random_seed, total_steps // eval_gap)).integers(2**31, size=episodes)]
 
 
-def kept_sentence(cwd: str) -> str:
+def kept_sentence(cwd: str | None) -> str:
     """What a failed run leaves: says where the best actor is, if one was saved yet."""
+    if cwd is None:  # a learner rank other than 0 under torchrun, which writes nothing
+        return "Rank 0 keeps the run folder. "
     if os.path.isfile(os.path.join(cwd, "actor.pth")):
         return f"The best actor so far is kept in {cwd}/actor.pth. "
     return f"No evaluation had finished, so {cwd} holds no actor.pth yet. "
