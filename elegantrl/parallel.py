@@ -40,7 +40,7 @@ import torch.multiprocessing
 from torch import nn
 
 from elegantrl.agent import AgentBase
-from elegantrl.distributed import LearnerGroup, backend_for, gpu_device, join_learners, leave_learners
+from elegantrl.distributed import LearnerGroup, backend_for, gpu_device, join_learners, launched_by_torchrun, leave_learners
 from elegantrl.env import PreprocessEnv, build_vector_env, env_recipe
 from elegantrl.replay import Transitions
 from elegantrl.run import (
@@ -342,7 +342,6 @@ def learner_rank_main(rank: int, world_size: int, port: int, payload: bytes, out
         store = dist.TCPStore("127.0.0.1", port, world_size, is_master=False, timeout=datetime.timedelta(seconds=60))
         store.set(f"elegantrl/joined/{rank}", "1")
         dist.init_process_group(backend_for(gpu_device(args.learner_gpus[rank])), store=store, rank=rank, world_size=world_size)
-        outbox.put(("started", name))
         train_multiprocess(args)
     except BaseException:
         _report_failure(outbox, name)
@@ -373,8 +372,12 @@ def start_learner_ranks(args: Arguments, recipes: tuple[Callable, Callable], blu
         ranks.started.update(ranks.children)  # each has joined: a death from now on is not a failed start
         group = join_learners(args)
         group.made_here = True
-    except BaseException:
-        ranks.shutdown(grace=0.0)
+    except BaseException as error:
+        try:
+            if isinstance(error, RuntimeError):  # a collective failed: a rank that died or raised says why
+                ranks.explain_failure(error)
+        finally:
+            ranks.shutdown(grace=0.0)
         raise
     return ranks, group
 
@@ -403,20 +406,23 @@ def train_multiprocess(args: Arguments) -> AgentBase:
                          f"must come from the same weights. Leave if_async_workers=False")
     recipes = env_recipe(args.env), env_recipe(args.eval_env or args.env)  # an env that cannot travel is refused here
     blueprint = pickle.dumps(args.agent)  # before init: the workers build their own networks
+    if args.if_async_workers and (len(args.learner_gpus or ()) > 1 or launched_by_torchrun()):
+        raise ValueError("if_async_workers=True with several learners: the ranks must learn from their rounds in step. "
+                         "Leave if_async_workers=False")
     group = join_learners(args)
     ranks = None  # the other learners' processes, where this one started them (learner_gpus)
     if group is None and len(args.learner_gpus or ()) > 1:
         ranks, group = start_learner_ranks(args, recipes, blueprint)
-    if group is not None and args.if_async_workers:
-        stop_learner_ranks(ranks, group, grace=0.5)
-        raise ValueError("if_async_workers=True with several learners: the ranks must learn from their rounds in step. "
-                         "Leave if_async_workers=False")
     is_main = group is None or group.is_main  # rank 0 alone evaluates and writes
     try:
         with starting_in_new_folder(args) if is_main else contextlib.nullcontext():
             learner = Learner(args, build_agent(args, group), group)
-    except BaseException:
-        stop_learner_ranks(ranks, group)
+    except BaseException as error:
+        try:
+            if ranks is not None and isinstance(error, RuntimeError):
+                ranks.explain_failure(error)
+        finally:
+            stop_learner_ranks(ranks, group, grace=0.5)
         raise
     grace = 10.0  # for the children to finish what they do; a stop does not wait for rollouts nobody will learn from
     rank_grace = 0.5  # a rank waiting in a collective for this one never ends by itself

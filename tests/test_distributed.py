@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 
+import gymnasium
 import pytest
 import torch
 import torch.distributed as dist
@@ -204,6 +205,23 @@ def test_killing_a_learner_rank_ends_the_run_with_an_error_naming_it(tmp_path):
         train_and_evaluate_mp(args)
     assert killed and time.monotonic() - killed[0] < 60
     assert os.path.isfile(tmp_path / "run" / "agent.pth")  # rank 0 kept the last checkpoint
+
+
+def cartpole_without_a_licence_on_rank_one():
+    """CartPole, except in learner rank 1, where making it fails as a simulator without its licence would."""
+    if dist.is_initialized() and dist.get_rank() == 1:
+        raise RuntimeError("no simulator licence on this node")
+    return gymnasium.make("CartPole-v1")
+
+
+@pytest.mark.timeout(120)
+def test_a_learner_rank_that_raises_ends_the_run_with_its_traceback(tmp_path):
+    args = Arguments(agent=AgentD3QN(), env=cartpole_without_a_licence_on_rank_one, cwd=str(tmp_path / "run"), random_seed=0,
+                     if_print=False, rollout_num=1, learner_gpus=(-1, -1))
+    with pytest.raises(WorkerError, match="learner rank 1 failed") as failure:
+        train_and_evaluate_mp(args)
+    assert "no simulator licence on this node" in str(failure.value)  # its traceback
+    assert not os.path.exists(tmp_path / "run")  # a failed start leaves nothing behind
 
 
 @pytest.mark.timeout(240)
