@@ -97,7 +97,7 @@ def training_rank(rank: int, world_size: int, init_method: str, folder: str) -> 
     """Trains SAC on Pendulum-v1 as one of the ranks; saves every tensor of the agent and what it explored."""
     join(rank, world_size, init_method)
     try:
-        args = Arguments(agent=AgentSAC(), env="Pendulum-v1", cwd=f"{folder}/run", random_seed=3, net_dim=32, batch_size=64,
+        args = Arguments(agent=AgentSAC(), env="Pendulum-v1", cwd=f"{folder}/run", random_seed=3, net_dim=32, batch_size=64, repeat_times=16,
                          warmup_steps=256, break_step=1536, eval_gap=512, eval_times1=1, eval_times2=0, if_state_norm=True,
                          if_print=False)
         agent = train_and_evaluate(args)
