@@ -154,24 +154,26 @@ def cli_env() -> dict:
 
 @pytest.mark.timeout(240)
 def test_an_on_policy_agent_learns_on_two_ranks_under_torchrun(tmp_path):
-    result = subprocess.run(torchrun("--agent", "DiscretePPO", "--env", "CartPole-v1", "--cwd", "run", "--break-step", "40000",
+    """Each rank with its own worker process, and no --cwd: rank 0 chooses the run folder, the other writes nothing."""
+    result = subprocess.run(torchrun("--agent", "DiscretePPO", "--env", "CartPole-v1", "--rollout-num", "1", "--break-step", "40000",
                                      "--eval-gap", "4096", "--eval-times1", "5", "--eval-times2", "5", "--target-return", "475"),
                             capture_output=True, text=True, cwd=tmp_path, timeout=200, env=cli_env())
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 learners (gloo)" in result.stdout and result.stdout.count("elegantrl: AgentDiscretePPO") == 1  # rank 0 alone prints
-    rows = read_record(tmp_path / "run")
+    assert os.listdir(tmp_path) == ["runs"] and os.listdir(tmp_path / "runs") == ["CartPole-v1_DiscretePPO_0"]
+    rows = read_record(tmp_path / "runs" / "CartPole-v1_DiscretePPO_0")
     assert max(float(row["return_mean"]) for row in rows) >= 475.0  # a random policy averages about 22
-    assert all(int(row["step"]) % 4096 == 0 or int(row["step"]) == 40_000 for row in rows)  # both ranks' steps are counted
-    assert os.listdir(tmp_path) == ["run"]
 
 
 @pytest.mark.timeout(240)
-def test_an_off_policy_agent_learns_on_two_cpu_learners_that_train_and_evaluate_mp_starts(tmp_path):
-    args = Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path / "run"), target_return=195.0, break_step=30_000,
+def test_an_off_policy_agent_learns_on_two_cpu_learners_that_train_and_evaluate_mp_starts(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no cwd: rank 0 chooses runs/..., which the other rank never needs
+    args = Arguments(agent=AgentD3QN(), env="CartPole-v1", target_return=195.0, break_step=30_000,
                      random_seed=0, if_print=False, rollout_num=1, learner_gpus=(-1, -1))
     agent = train_and_evaluate_mp(args)
+    assert os.listdir(tmp_path) == ["runs"] and args.cwd == os.path.join("runs", "CartPole-v1_D3QN_0")
     assert max(float(row["return_mean"]) for row in read_record(args.cwd)) >= 195.0  # a random policy averages about 22
-    assert agent.total_steps <= 30_000 and agent.learner_group.world_size == 2
+    assert agent.total_steps <= 30_000 and agent.learner_group is None  # the group is gone: the agent learns alone
 
 
 def rank_one(pid: int) -> int:
