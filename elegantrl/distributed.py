@@ -131,7 +131,11 @@ def join_learners(args: Any) -> LearnerGroup | None:
         return None
     group = LearnerGroup(args.device)
     group.made_here = made_here
-    args.random_seed = group.broadcast_object(args.random_seed)
+    try:
+        args.random_seed = group.broadcast_object(args.random_seed)
+    except BaseException:
+        leave_learners(group)
+        raise
     args.if_print = args.if_print and group.is_main
     return group
 

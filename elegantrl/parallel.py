@@ -422,6 +422,8 @@ def start_learner_ranks(args: Arguments, recipes: tuple[Callable, Callable], blu
             if isinstance(error, RuntimeError):  # a collective failed: a rank that died or raised says why
                 ranks.explain_failure(error)
         finally:
+            if dist.is_initialized():  # made here: the caller's process must not keep a dead group
+                dist.destroy_process_group()
             ranks.shutdown(grace=0.0)
         raise
     return ranks, group

@@ -27,6 +27,12 @@ from elegantrl.replay import Transitions
 from elegantrl.run import Arguments, WorkerError, train_and_evaluate, train_and_evaluate_mp
 
 
+@pytest.fixture(autouse=True)
+def no_process_group_left_behind():
+    yield
+    assert not dist.is_initialized(), "a run left this process in a process group: the next run would join it"
+
+
 def run_ranks(target, folder, world_size: int = 2, timeout: float = 180.0) -> None:
     """Runs ``target(rank, world_size, init_method, folder)`` in `world_size` spawned processes; all must exit 0."""
     context = multiprocessing.get_context("spawn")
