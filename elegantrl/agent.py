@@ -709,6 +709,8 @@ class AgentModSAC(AgentSAC):
     def get_obj_critic(self, batch: Transitions) -> tuple[torch.Tensor, torch.Tensor]:
         obj_critic, q_value = super().get_obj_critic(batch)
         relative_error = obj_critic.detach() / (q_value.detach().abs().mean() + 1.0)
+        if self.learner_group is not None:  # the ranks' mean: a learned tensor, identical on every rank like the networks
+            relative_error = self.learner_group.mean(relative_error)
         self.critic_error.lerp_(relative_error, 0.01)
         return obj_critic, q_value
 

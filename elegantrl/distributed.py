@@ -10,6 +10,7 @@ folder. NCCL carries the collectives between GPUs, Gloo between CPUs.
 
 from __future__ import annotations
 
+import datetime
 import io
 import os
 from collections.abc import Iterable
@@ -19,6 +20,7 @@ import torch
 import torch.distributed as dist
 
 RANK_SEED_OFFSET = 1_000_000  # rank r explores with seed + 1,000,000 * r: one run seed, one curve
+COLLECTIVE_TIMEOUT_SECONDS = 600  # a rank that waits this long for the others takes them to hang (as parallel.STALL_SECONDS)
 
 
 class LearnerGroup:
@@ -46,6 +48,12 @@ class LearnerGroup:
         flat /= self.world_size
         for grad, part in zip(grads, flat.split([grad.numel() for grad in grads])):
             grad.copy_(part.view_as(grad))
+
+    def mean(self, tensor: torch.Tensor) -> torch.Tensor:
+        """`tensor`'s mean over the ranks (a new tensor)."""
+        total = tensor.detach().clone()
+        dist.all_reduce(total)
+        return total / self.world_size
 
     def agree(self, flag: bool) -> bool:
         """Rank 0's `flag` on every rank: whether to stop (the target reached, say) is rank 0's to say."""
@@ -98,32 +106,36 @@ def join_learners(args: Any) -> LearnerGroup | None:
 
     Joins the process group that ``torchrun`` describes (its environment variables), or takes the
     one already made (by `train_and_evaluate_mp` for ``learner_gpus``, or by the caller). Sets the
-    rank's device: ``learner_gpus[LOCAL_RANK]`` where that is given, else under torchrun a CUDA
-    device means the rank's own GPU, ``cuda:LOCAL_RANK``. Ranks other than 0 print nothing, and all
-    take rank 0's seed, so that a drawn seed is one seed.
+    rank's device: its entry of ``learner_gpus`` where that is given; else under torchrun a CUDA
+    device is the rank's own GPU, ``cuda:LOCAL_RANK``, and in a group the caller made, the GPU the
+    caller chose with ``torch.cuda.set_device``. Ranks other than 0 print nothing, and all take
+    rank 0's seed, so that a drawn seed is one seed.
     """
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if not dist.is_initialized():
-        if not launched_by_torchrun():
-            return None
-        if args.learner_gpus and len(args.learner_gpus) != int(os.environ.get("LOCAL_WORLD_SIZE", len(args.learner_gpus))):
-            raise ValueError(f"learner_gpus={tuple(args.learner_gpus)} names {len(args.learner_gpus)} learners on this machine, "
-                             f"but torchrun started {os.environ['LOCAL_WORLD_SIZE']}: give --nproc-per-node "
-                             f"{len(args.learner_gpus)}, or leave learner_gpus unset (each rank then takes cuda:LOCAL_RANK)")
-        if not args.learner_gpus and torch.device(args.device).type == "cuda":
-            args.device = f"cuda:{local_rank}"
+    made_here = not dist.is_initialized()
+    if made_here and not launched_by_torchrun():
+        return None
+    local_rank = int(os.environ["LOCAL_RANK"]) if launched_by_torchrun() else dist.get_rank()
     if args.learner_gpus:
-        args.device = gpu_device(args.learner_gpus[local_rank if launched_by_torchrun() else dist.get_rank()])
+        if local_rank >= len(args.learner_gpus):
+            raise ValueError(f"learner_gpus={tuple(args.learner_gpus)} names {len(args.learner_gpus)} learners on this machine, "
+                             f"but this is learner {local_rank} of it: give torchrun --nproc-per-node {len(args.learner_gpus)}, "
+                             f"or leave learner_gpus unset (each rank then takes cuda:LOCAL_RANK)")
+        args.device = gpu_device(args.learner_gpus[local_rank])
+    elif torch.device(args.device).type == "cuda":
+        args.device = f"cuda:{local_rank if launched_by_torchrun() else torch.cuda.current_device()}"
     if torch.device(args.device).type == "cuda":
         torch.cuda.set_device(args.device)
-    made_here = not dist.is_initialized()
     if made_here:
-        dist.init_process_group(backend_for(args.device))
+        dist.init_process_group(backend_for(args.device), timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT_SECONDS))
     if dist.get_world_size() == 1:
         return None
     group = LearnerGroup(args.device)
     group.made_here = made_here
-    args.random_seed = group.broadcast_object(args.random_seed)
+    try:
+        args.random_seed = group.broadcast_object(args.random_seed)
+    except BaseException:
+        leave_learners(group)
+        raise
     args.if_print = args.if_print and group.is_main
     return group
 

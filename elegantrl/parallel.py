@@ -30,6 +30,7 @@ import pickle
 import queue
 import signal
 import sys
+import threading
 import time
 import traceback
 from typing import Any, Callable
@@ -40,7 +41,15 @@ import torch.multiprocessing
 from torch import nn
 
 from elegantrl.agent import AgentBase
-from elegantrl.distributed import LearnerGroup, backend_for, gpu_device, join_learners, leave_learners
+from elegantrl.distributed import (
+    COLLECTIVE_TIMEOUT_SECONDS,
+    LearnerGroup,
+    backend_for,
+    gpu_device,
+    join_learners,
+    launched_by_torchrun,
+    leave_learners,
+)
 from elegantrl.env import PreprocessEnv, build_vector_env, env_recipe
 from elegantrl.replay import Transitions
 from elegantrl.run import (
@@ -339,10 +348,12 @@ def learner_rank_main(rank: int, world_size: int, port: int, payload: bytes, out
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C belongs to rank 0, which stops everyone
         args: Arguments = pickle.loads(payload)
+        args.device = gpu_device(args.learner_gpus[rank])  # its own GPU from the start: no CUDA context on rank 0's
+        watch_parent()
         store = dist.TCPStore("127.0.0.1", port, world_size, is_master=False, timeout=datetime.timedelta(seconds=60))
         store.set(f"elegantrl/joined/{rank}", "1")
-        dist.init_process_group(backend_for(gpu_device(args.learner_gpus[rank])), store=store, rank=rank, world_size=world_size)
-        outbox.put(("started", name))
+        dist.init_process_group(backend_for(args.device), store=store, rank=rank, world_size=world_size,
+                                timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT_SECONDS))
         train_multiprocess(args)
     except BaseException:
         _report_failure(outbox, name)
@@ -350,6 +361,37 @@ def learner_rank_main(rank: int, world_size: int, port: int, payload: bytes, out
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+def watch_parent() -> None:
+    """Ends this learner rank at once if rank 0, its parent, dies: a collective would wait for it, holding the GPU."""
+    parent = multiprocessing.parent_process()
+
+    def watch() -> None:
+        parent.join()
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="elegantrl parent watch").start()
+
+
+def watch_ranks(ranks: Processes) -> None:
+    """Where the ranks talk through NCCL, aborts the process group when one of them dies.
+
+    A collective that waits for a dead rank then fails at once instead of hanging on the GPU until
+    NCCL's own timeout, and the trainer reports the rank (`Processes.explain_failure`). Gloo needs
+    no help: a dead rank closes its sockets, which fails the collective by itself.
+    """
+    if dist.get_backend() != "nccl":
+        return
+
+    def watch() -> None:
+        while dist.is_initialized():
+            if any(process.exitcode is not None for process in ranks.children.values()):
+                dist.distributed_c10d._abort_process_group()
+                return
+            time.sleep(POLL_SECONDS)
+
+    threading.Thread(target=watch, daemon=True, name="elegantrl rank watch").start()
 
 
 def start_learner_ranks(args: Arguments, recipes: tuple[Callable, Callable], blueprint: bytes) -> tuple[Processes, LearnerGroup]:
@@ -369,12 +411,20 @@ def start_learner_ranks(args: Arguments, recipes: tuple[Callable, Callable], blu
             if time.monotonic() > deadline:
                 raise WorkerError(f"the learner ranks did not start in {STALL_SECONDS:.0f} s")
             time.sleep(0.05)
-        dist.init_process_group(backend_for(args.device), store=store, rank=0, world_size=world_size)
+        dist.init_process_group(backend_for(args.device), store=store, rank=0, world_size=world_size,
+                                timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT_SECONDS))
         ranks.started.update(ranks.children)  # each has joined: a death from now on is not a failed start
+        watch_ranks(ranks)
         group = join_learners(args)
         group.made_here = True
-    except BaseException:
-        ranks.shutdown(grace=0.0)
+    except BaseException as error:
+        try:
+            if isinstance(error, RuntimeError):  # a collective failed: a rank that died or raised says why
+                ranks.explain_failure(error)
+        finally:
+            if dist.is_initialized():  # made here: the caller's process must not keep a dead group
+                dist.destroy_process_group()
+            ranks.shutdown(grace=0.0)
         raise
     return ranks, group
 
@@ -403,20 +453,27 @@ def train_multiprocess(args: Arguments) -> AgentBase:
                          f"must come from the same weights. Leave if_async_workers=False")
     recipes = env_recipe(args.env), env_recipe(args.eval_env or args.env)  # an env that cannot travel is refused here
     blueprint = pickle.dumps(args.agent)  # before init: the workers build their own networks
+    if args.if_async_workers and (len(args.learner_gpus or ()) > 1 or launched_by_torchrun()):
+        raise ValueError("if_async_workers=True with several learners: the ranks must learn from their rounds in step. "
+                         "Leave if_async_workers=False")
     group = join_learners(args)
     ranks = None  # the other learners' processes, where this one started them (learner_gpus)
     if group is None and len(args.learner_gpus or ()) > 1:
         ranks, group = start_learner_ranks(args, recipes, blueprint)
-    if group is not None and args.if_async_workers:
-        leave_learners(group)
+    if group is not None and args.if_async_workers:  # a process group the caller made
+        stop_learner_ranks(ranks, group, grace=0.5)
         raise ValueError("if_async_workers=True with several learners: the ranks must learn from their rounds in step. "
                          "Leave if_async_workers=False")
     is_main = group is None or group.is_main  # rank 0 alone evaluates and writes
     try:
         with starting_in_new_folder(args) if is_main else contextlib.nullcontext():
             learner = Learner(args, build_agent(args, group), group)
-    except BaseException:
-        stop_learner_ranks(ranks, group)
+    except BaseException as error:
+        try:
+            if ranks is not None and isinstance(error, RuntimeError):
+                ranks.explain_failure(error)
+        finally:
+            stop_learner_ranks(ranks, group, grace=0.5)
         raise
     grace = 10.0  # for the children to finish what they do; a stop does not wait for rollouts nobody will learn from
     rank_grace = 0.5  # a rank waiting in a collective for this one never ends by itself
@@ -452,6 +509,7 @@ def train_multiprocess(args: Arguments) -> AgentBase:
             elif is_main:  # a failed start: no run to keep
                 args.discard_new_folder()
             stop_learner_ranks(ranks, group, rank_grace)
+            args.agent.learner_group = None  # the group is gone: the returned agent learns alone
     return load_best_actor(args, args.agent, learner.clock.best_return) if is_main else args.agent
 
 
@@ -473,7 +531,10 @@ class Learner:
         horizon = max(args.target_step, -(-(args.warmup_steps or 0) // (args.rollout_num * args.num_envs)))
         self.slots = [[shared_rollout(horizon, args.num_envs, agent.state_dim, agent.action_dim, agent.if_discrete)
                        for _ in range(2 if args.if_async_workers else 1)] for _ in range(args.rollout_num)]
-        self.clock = Evaluator(args.cwd, None, args.eval_gap, 0, 0, args.target_return, seed, False, title=curve_title(args))  # the learner's clock
+        self.is_main = group is None or group.is_main
+        # the learner's clock and record: rank 0's alone, since the other ranks have no run folder
+        self.clock = Evaluator(args.cwd, None, args.eval_gap, 0, 0, args.target_return, seed, False, title=curve_title(args)) \
+            if self.is_main else None
         self.startup_seconds: float | None = None  # set once every process has started
         self.next_eval_step = (agent.total_steps // args.eval_gap + 1) * args.eval_gap
         self.buffer = agent.make_buffer(args.max_memo)
@@ -503,9 +564,10 @@ class Learner:
         begin = time.perf_counter()
         processes.wait_started()
         self.startup_seconds = time.perf_counter() - begin
-        self.clock.start_time = time.perf_counter()  # training time: process start-up is not training
-        if args.if_resume:
-            self.clock.resume(agent.total_steps)
+        if self.clock is not None:
+            self.clock.start_time = time.perf_counter()  # training time: process start-up is not training
+            if args.if_resume:
+                self.clock.resume(agent.total_steps)
 
     def run(self) -> None:
         """Trains until the budget is spent or the target is reached (`if_allow_break`), then evaluates the final policy."""

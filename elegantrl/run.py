@@ -28,7 +28,7 @@ import torch
 
 from elegantrl import agent as agent_module
 from elegantrl.agent import AgentBase, AgentMCTS, AgentOffPolicy, AgentOnPolicy, atomic_torch_save
-from elegantrl.distributed import RANK_SEED_OFFSET, LearnerGroup, gpu_device, join_learners, leave_learners
+from elegantrl.distributed import RANK_SEED_OFFSET, LearnerGroup, gpu_device, join_learners, launched_by_torchrun, leave_learners
 from elegantrl.env import PreprocessEnv, build_vector_env, check_env, clone_env
 from elegantrl.replay import Transitions
 
@@ -151,8 +151,8 @@ class Arguments:
             self.env.target_return = float(self.target_return)
         self.target_return = self.env.target_return
         self._check_learner_gpus()
-        if self.device is None:
-            self.device = "cuda:0" if torch.cuda.is_available() else "cpu"
+        if self.device is None:  # under torchrun, each rank's own GPU
+            self.device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0)) if launched_by_torchrun() else 0}" if torch.cuda.is_available() else "cpu"
         try:
             torch.device(self.device)
         except RuntimeError as error:
@@ -165,7 +165,7 @@ class Arguments:
         if self.random_seed is None:  # a resumed run goes on with its own
             saved = read_config(self.cwd).get("random_seed") if self.if_resume and self.cwd else None
             self.random_seed = int(np.random.SeedSequence().entropy % 2**31) if saved is None else saved
-            if self.if_print:
+            if self.if_print and int(os.environ.get("RANK", 0)) == 0:  # under torchrun, rank 0's seed is the run's
                 print(f"random_seed is None: {'drew seed' if saved is None else 'the run goes on with its seed'} {self.random_seed}")
         if self.if_tensorboard:
             try:
@@ -180,17 +180,19 @@ class Arguments:
         if not isinstance(gpus, (tuple, list)) or not gpus or not all(isinstance(g, int) and not isinstance(g, bool) for g in gpus):
             raise TypeError(f"Arguments.learner_gpus must be a non-empty tuple of GPU ids (or -1 for a CPU learner), "
                             f"e.g. (0, 1), got {gpus!r}")
-        if self.device is not None:
+        if self.device is not None and self.device not in map(gpu_device, gpus):
             raise ValueError(f"Arguments.learner_gpus={tuple(gpus)} gives each learner its device; leave Arguments.device "
                              f"unset (it is {self.device!r})")
         if any(g < -1 for g in gpus) or (min(gpus) < 0 <= max(gpus)):
             raise ValueError(f"Arguments.learner_gpus={tuple(gpus)} mixes CPU (-1) and GPU learners or has an id below -1: "
                              f"give GPU ids only, e.g. (0, 1), or -1 for each CPU learner, e.g. (-1, -1)")
         if max(gpus) >= torch.cuda.device_count() or len(set(gpus)) < len(gpus) and max(gpus) >= 0:
-            raise ValueError(f"Arguments.learner_gpus={tuple(gpus)} needs distinct GPUs that exist; this machine has "
-                             f"{torch.cuda.device_count()} (ids 0 to {torch.cuda.device_count() - 1}). Use -1 for CPU learners")
+            have = f"{torch.cuda.device_count()} (ids 0 to {torch.cuda.device_count() - 1})" if torch.cuda.device_count() else "none"
+            raise ValueError(f"Arguments.learner_gpus={tuple(gpus)} needs distinct GPUs that exist; this machine has {have}. "
+                             f"Use -1 for each CPU learner, e.g. (-1, -1)")
         self.learner_gpus = tuple(gpus)
-        self.device = gpu_device(gpus[0])
+        local_rank = int(os.environ.get("LOCAL_RANK", 0)) if launched_by_torchrun() else 0
+        self.device = self.device or gpu_device(gpus[min(local_rank, len(gpus) - 1)])
 
     def _check_agent_fits_env(self) -> None:
         agent_name, env = type(self.agent).__name__, self.env
@@ -573,8 +575,10 @@ def evaluation_seeds(random_seed: int, total_steps: int, eval_gap: int, episodes
     return [int(seed) for seed in np.random.default_rng((random_seed, total_steps // eval_gap)).integers(2**31, size=episodes)]
 
 
-def kept_sentence(cwd: str) -> str:
+def kept_sentence(cwd: str | None) -> str:
     """What a failed run leaves: says where the best actor is, if one was saved yet."""
+    if cwd is None:  # a learner rank other than 0 under torchrun, which writes nothing
+        return "Rank 0 keeps the run folder. "
     if os.path.isfile(os.path.join(cwd, "actor.pth")):
         return f"The best actor so far is kept in {cwd}/actor.pth. "
     return f"No evaluation had finished, so {cwd} holds no actor.pth yet. "
@@ -849,6 +853,7 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
             if evaluator is not None:
                 save_run(args, agent, evaluator)
             leave_learners(group)
+            agent.learner_group = None  # the group is gone: the returned agent learns alone
     return load_best_actor(args, agent, evaluator.best_return) if evaluator is not None else agent
 
 

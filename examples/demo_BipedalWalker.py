@@ -19,7 +19,7 @@ from elegantrl.run import Arguments, train_and_evaluate, train_and_evaluate_mp
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="a few thousand steps, to check the set-up")
+    parser.add_argument("--quick", action="store_true", help="a thousand steps, to check the set-up")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cwd", default=None, help="the run folder")
     parser.add_argument("--rollout-num", type=int, default=None,
@@ -44,7 +44,8 @@ def main() -> None:
     args.eval_times1, args.eval_times2 = 4, 6
     args.break_step = 1_000_000
     if options.quick:
-        args.warmup_steps, args.break_step, args.eval_gap, args.eval_times1, args.eval_times2 = 500, 2_000, 1_000, 1, 0
+        args.warmup_steps, args.break_step, args.eval_gap, args.eval_times1, args.eval_times2 = 500, 1_000, 500, 1, 0
+        args.max_step = 200  # an untrained walker would stand for the whole 1,600 steps of each evaluation episode
     if options.rollout_num is None:
         if options.async_workers:
             parser.error("--async-workers needs --rollout-num N")

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 
+import gymnasium
 import pytest
 import torch
 import torch.distributed as dist
@@ -24,6 +25,12 @@ from elegantrl.agent import AgentD3QN, AgentSAC
 from elegantrl.distributed import LearnerGroup
 from elegantrl.replay import Transitions
 from elegantrl.run import Arguments, WorkerError, train_and_evaluate, train_and_evaluate_mp
+
+
+@pytest.fixture(autouse=True)
+def no_process_group_left_behind():
+    yield
+    assert not dist.is_initialized(), "a run left this process in a process group: the next run would join it"
 
 
 def run_ranks(target, folder, world_size: int = 2, timeout: float = 180.0) -> None:
@@ -96,7 +103,7 @@ def training_rank(rank: int, world_size: int, init_method: str, folder: str) -> 
     """Trains SAC on Pendulum-v1 as one of the ranks; saves every tensor of the agent and what it explored."""
     join(rank, world_size, init_method)
     try:
-        args = Arguments(agent=AgentSAC(), env="Pendulum-v1", cwd=f"{folder}/run", random_seed=3, net_dim=32, batch_size=64,
+        args = Arguments(agent=AgentSAC(), env="Pendulum-v1", cwd=f"{folder}/run", random_seed=3, net_dim=32, batch_size=64, repeat_times=16,
                          warmup_steps=256, break_step=1536, eval_gap=512, eval_times1=1, eval_times2=0, if_state_norm=True,
                          if_print=False)
         agent = train_and_evaluate(args)
@@ -153,24 +160,26 @@ def cli_env() -> dict:
 
 @pytest.mark.timeout(240)
 def test_an_on_policy_agent_learns_on_two_ranks_under_torchrun(tmp_path):
-    result = subprocess.run(torchrun("--agent", "DiscretePPO", "--env", "CartPole-v1", "--cwd", "run", "--break-step", "40000",
+    """Each rank with its own worker process, and no --cwd: rank 0 chooses the run folder, the other writes nothing."""
+    result = subprocess.run(torchrun("--agent", "DiscretePPO", "--env", "CartPole-v1", "--rollout-num", "1", "--break-step", "40000",
                                      "--eval-gap", "4096", "--eval-times1", "5", "--eval-times2", "5", "--target-return", "475"),
                             capture_output=True, text=True, cwd=tmp_path, timeout=200, env=cli_env())
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 learners (gloo)" in result.stdout and result.stdout.count("elegantrl: AgentDiscretePPO") == 1  # rank 0 alone prints
-    rows = read_record(tmp_path / "run")
+    assert os.listdir(tmp_path) == ["runs"] and os.listdir(tmp_path / "runs") == ["CartPole-v1_DiscretePPO_0"]
+    rows = read_record(tmp_path / "runs" / "CartPole-v1_DiscretePPO_0")
     assert max(float(row["return_mean"]) for row in rows) >= 475.0  # a random policy averages about 22
-    assert all(int(row["step"]) % 4096 == 0 or int(row["step"]) == 40_000 for row in rows)  # both ranks' steps are counted
-    assert os.listdir(tmp_path) == ["run"]
 
 
 @pytest.mark.timeout(240)
-def test_an_off_policy_agent_learns_on_two_cpu_learners_that_train_and_evaluate_mp_starts(tmp_path):
-    args = Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path / "run"), target_return=195.0, break_step=30_000,
+def test_an_off_policy_agent_learns_on_two_cpu_learners_that_train_and_evaluate_mp_starts(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no cwd: rank 0 chooses runs/..., which the other rank never needs
+    args = Arguments(agent=AgentD3QN(), env="CartPole-v1", target_return=195.0, break_step=30_000,
                      random_seed=0, if_print=False, rollout_num=1, learner_gpus=(-1, -1))
     agent = train_and_evaluate_mp(args)
+    assert os.listdir(tmp_path) == ["runs"] and args.cwd == os.path.join("runs", "CartPole-v1_D3QN_0")
     assert max(float(row["return_mean"]) for row in read_record(args.cwd)) >= 195.0  # a random policy averages about 22
-    assert agent.total_steps <= 30_000 and agent.learner_group.world_size == 2
+    assert agent.total_steps <= 30_000 and agent.learner_group is None  # the group is gone: the agent learns alone
 
 
 def rank_one(pid: int) -> int:
@@ -204,6 +213,23 @@ def test_killing_a_learner_rank_ends_the_run_with_an_error_naming_it(tmp_path):
         train_and_evaluate_mp(args)
     assert killed and time.monotonic() - killed[0] < 60
     assert os.path.isfile(tmp_path / "run" / "agent.pth")  # rank 0 kept the last checkpoint
+
+
+def cartpole_without_a_licence_on_rank_one():
+    """CartPole, except in learner rank 1, where making it fails as a simulator without its licence would."""
+    if dist.is_initialized() and dist.get_rank() == 1:
+        raise RuntimeError("no simulator licence on this node")
+    return gymnasium.make("CartPole-v1")
+
+
+@pytest.mark.timeout(120)
+def test_a_learner_rank_that_raises_ends_the_run_with_its_traceback(tmp_path):
+    args = Arguments(agent=AgentD3QN(), env=cartpole_without_a_licence_on_rank_one, cwd=str(tmp_path / "run"), random_seed=0,
+                     if_print=False, rollout_num=1, learner_gpus=(-1, -1))
+    with pytest.raises(WorkerError, match="learner rank 1 failed") as failure:
+        train_and_evaluate_mp(args)
+    assert "no simulator licence on this node" in str(failure.value)  # its traceback
+    assert not os.path.exists(tmp_path / "run")  # a failed start leaves nothing behind
 
 
 @pytest.mark.timeout(240)
