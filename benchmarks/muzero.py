@@ -42,7 +42,7 @@ def run_cartpole(seeds: list[int], work_dir: str) -> list[dict]:
             rows = list(csv.DictReader(file))
         hit = next((row for row in rows if float(row["return_mean"]) >= TARGET), None)
         results.append({"seed": seed, "steps_to_target": int(hit["step"]) if hit else None,
-                        "train_s_to_target": float(hit["seconds"]) if hit else None, "wall_s": round(wall, 1),
+                        "train_s_to_target": round(float(hit["seconds"]), 1) if hit else None, "wall_s": round(wall, 1),
                         "best_return": max(float(row["return_mean"]) for row in rows)})
         print(results[-1], flush=True)
     return results
