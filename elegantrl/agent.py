@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
 import math
 import os
 from collections.abc import Iterable, Iterator
@@ -89,6 +90,17 @@ class AgentBase:
     if_off_policy: bool = True  # set by the family base; Arguments checks if_on_policy against it
     supports_workers: bool = True  # its rollouts are `Transitions`, which train_and_evaluate_mp's shared slots hold
     arg_defaults: dict[str, Any] = {}
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> AgentBase:
+        agent = super().__new__(cls)
+        # The constructor settings the caller chose, by name: tuned settings (elegantrl.tuned) never
+        # override them, and config.json keeps them so that load_agent rebuilds the same networks.
+        try:
+            agent.given_settings = dict(inspect.signature(cls.__init__).bind(agent, *args, **kwargs).arguments)
+            agent.given_settings.pop(next(iter(inspect.signature(cls.__init__).parameters)), None)  # self
+        except TypeError:  # wrong arguments: __init__ raises its own error next
+            agent.given_settings = dict(kwargs)
+        return agent
 
     def init(self, net_dim: int, state_dim: int, action_dim: int, learning_rate: float = 1e-3, gamma: float = 0.99,
              reward_scale: float = 1.0, batch_size: int = 128, repeat_times: float = 1.0, soft_update_tau: float = 5e-3,

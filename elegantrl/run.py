@@ -31,8 +31,10 @@ from elegantrl.agent import AgentBase, AgentMCTS, AgentOffPolicy, AgentOnPolicy,
 from elegantrl.distributed import RANK_SEED_OFFSET, LearnerGroup, gpu_device, join_learners, launched_by_torchrun, leave_learners
 from elegantrl.env import PreprocessEnv, build_vector_env, check_env, clone_env
 from elegantrl.replay import Transitions
+from elegantrl.tuned import tuned_entry
 
 FAMILY_BASES = (AgentBase, AgentOffPolicy, AgentOnPolicy, AgentMCTS)  # templates, not agents a user trains
+FIELD_DEFAULTS = dict(gamma=0.99, num_envs=1)  # fields that no family's arg_defaults sets and no tuned entry did
 CURVE_SECONDS = 30.0  # learning_curve.png is redrawn at an evaluation at most this often (and at the end)
 
 
@@ -43,7 +45,8 @@ def _arg(default: Any, help: str, type: type | None = None, cli: bool = True) ->
 
 @dataclass
 class Arguments:
-    """Everything a training run needs. Fields left as None take the agent family's defaults.
+    """Everything a training run needs. Fields left as None take the settings tuned for the agent family
+    and env (`elegantrl.tuned`), else the family's defaults.
 
     Example::
 
@@ -64,11 +67,13 @@ class Arguments:
     device: str | None = _arg(None, "torch device of the learner, e.g. cpu or cuda:0; by default cuda:0 if available", str)
     num_threads: int = _arg(1, "torch CPU threads while training; 1 is fastest for small networks, more help wide ones", int)
 
+    if_tuned: bool = _arg(True, "fill the fields left None (and the agent settings not passed) from elegantrl.tuned's "
+                                "entry for this agent family and env, if it has one", bool)
     net_dim: int | None = _arg(None, "width of the hidden layers", int)
     batch_size: int | None = _arg(None, "transitions per gradient step", int)
     repeat_times: float | None = _arg(None, "times each collected transition is used in gradient steps, on average", float)
     target_step: int | None = _arg(None, "env steps collected per round between updates, per env", int)
-    num_envs: int = _arg(1, "envs explored at once (a gymnasium vector env); each round collects target_step × num_envs", int)
+    num_envs: int | None = _arg(None, "envs explored at once, as a gymnasium vector env; a round collects target_step × num_envs", int)
     if_async_envs: bool = _arg(False, "step the num_envs envs in worker processes instead of in turn", bool)
     rollout_num: int = _arg(2, "exploration worker processes of train_and_evaluate_mp, each with num_envs envs", int)
     learner_gpus: tuple[int, ...] | None = _arg(None, "several learners on one machine, one per entry: GPU ids, or -1 for "
@@ -79,7 +84,7 @@ class Arguments:
     warmup_steps: int | None = _arg(None, "env steps of uniformly random actions before learning", int)
     learning_rate: float | None = _arg(None, "Adam learning rate", float)
     soft_update_tau: float | None = _arg(None, "target networks move this fraction toward the online ones per step", float)
-    gamma: float = _arg(0.99, "discount factor per env step", float)
+    gamma: float | None = _arg(None, "discount factor per env step", float)
     reward_scale: float = _arg(1.0, "rewards are multiplied by this in the learning targets", float)
     if_state_norm: bool = _arg(False, "normalise states by running mean and std (kept in the saved networks)", bool)
 
@@ -94,6 +99,7 @@ class Arguments:
     max_step: int | None = _arg(None, "a time limit: episodes are truncated (not terminated) after this many env steps; "
                                       "by default the env's own, else 1000", int)
     _made_folders: list[str] = field(default_factory=list, init=False, repr=False, compare=False)  # by prepare_cwd
+    tuned_settings: tuple[str, dict[str, Any]] | None = field(default=None, init=False, repr=False, compare=False)  # by check
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in self.__dataclass_fields__:  # a typo would otherwise be ignored silently
@@ -143,7 +149,8 @@ class Arguments:
             raise ValueError(f"if_on_policy={self.if_on_policy} but {type(self.agent).__name__} is {kind}-policy; leave if_on_policy unset")
         self.if_on_policy = not self.agent.if_off_policy
 
-        for name, value in self.agent.arg_defaults.items():
+        self._apply_tuned()
+        for name, value in {**FIELD_DEFAULTS, **self.agent.arg_defaults}.items():
             if getattr(self, name) is None:
                 setattr(self, name, value)
         self._check_values()
@@ -172,6 +179,19 @@ class Arguments:
                 importlib.import_module("torch.utils.tensorboard")
             except ImportError as error:
                 raise ImportError("if_tensorboard needs the tensorboard package: pip install tensorboard") from error
+
+    def _apply_tuned(self) -> None:
+        """Fills the fields left None, and the agent settings not passed, from `elegantrl.tuned` (printed at the start)."""
+        family, entry = tuned_entry(self.agent, self.env.env_name) if self.if_tuned else ("", {})
+        applied = {name: value for name, value in entry.items() if name != "agent" and getattr(self, name) is None}
+        for name, value in applied.items():
+            setattr(self, name, value)
+        agent_tuned = {name: value for name, value in entry.get("agent", {}).items() if name not in self.agent.given_settings}
+        if agent_tuned:  # the agent's constructor again, with the tuned settings under the caller's own
+            type(self.agent).__init__(self.agent, **agent_tuned, **self.agent.given_settings)
+            self.agent.tuned_settings = agent_tuned
+        if applied or agent_tuned:  # kept for the header; a second check() finds nothing left to fill
+            self.tuned_settings = (family, {**applied, **agent_tuned})
 
     def _check_learner_gpus(self) -> None:
         if self.learner_gpus is None:
@@ -656,13 +676,35 @@ def write_config(args: Arguments, group: LearnerGroup | None = None) -> None:
     if not args.if_resume:
         with open(os.path.join(args.cwd, "config.json"), "w") as file:
             json.dump({RUN_MARKER: 1, "agent": agent_name, "env": env.env_name, "net_dim": args.net_dim, "state_dim": env.state_dim,
-                       "action_dim": env.action_dim, "max_step": env.max_step, "random_seed": args.random_seed}, file, indent=2)
+                       "action_dim": env.action_dim, "max_step": env.max_step, "random_seed": args.random_seed,
+                       "agent_settings": json_settings(args.agent)}, file, indent=2)
     if args.if_print:
         start = f", resumed at env step {args.agent.total_steps:,d}" if args.if_resume else ""
         print(f"elegantrl: {agent_name} on {env!r}\n  run folder {args.cwd}{start}, seed {args.random_seed}, device {args.device}")
+        if args.tuned_settings:
+            family, settings = args.tuned_settings
+            print(f"  tuned settings for {env.env_name} ({family} family; set a field to override it): "
+                  + ", ".join(f"{name}={value}" for name, value in settings.items()))
         if group is not None:
             print(f"  {group.world_size} learners ({group.backend}); rank 0 evaluates and writes. Each rank's batch is "
                   f"{args.batch_size}, so each gradient step averages {group.world_size * args.batch_size} transitions")
+
+
+def json_settings(agent: AgentBase) -> dict[str, Any]:
+    """The agent's constructor settings that were chosen, by the caller or by a tuned entry, for config.json.
+
+    A setting JSON cannot hold (an object the caller passed) is left out: `load_agent` then uses its default.
+    """
+    settings = {**getattr(agent, "tuned_settings", {}), **agent.given_settings}
+    return {name: value for name, value in settings.items() if _is_json(value)}
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def round_plan(args: Arguments, total_steps: int, width: int, is_first: bool) -> tuple[int, bool, bool]:
@@ -893,7 +935,7 @@ def load_agent(cwd: str) -> AgentBase:
     if not os.path.isfile(actor_path):
         raise FileNotFoundError(f"{cwd!r} has no actor.pth: the run stopped before its first evaluation finished. "
                                 f"Its last state is in agent.pth (resume it with Arguments(cwd=..., if_resume=True))")
-    agent = list_agents()[config["agent"].removeprefix("Agent")]()
+    agent = list_agents()[config["agent"].removeprefix("Agent")](**config.get("agent_settings", {}))
     agent.init(config["net_dim"], config["state_dim"], config["action_dim"])
     agent.actor.load_state_dict(torch.load(actor_path, map_location=agent.device, weights_only=True))
     return agent
@@ -958,7 +1000,7 @@ def build_parser() -> argparse.ArgumentParser:
         elif kind is bool:
             parser.add_argument(*names, dest=spec.name, action=argparse.BooleanOptionalAction, default=spec.default, help=spec.metadata["help"])
         else:  # a help text that says its default itself ("by default ...") needs no "(default: ...)"
-            default = " (default: the agent's)" if spec.default is None else " (default: %(default)s)"
+            default = " (default: tuned for the env, else the agent family's)" if spec.default is None else " (default: %(default)s)"
             default = "" if "by default" in spec.metadata["help"] else default
             kind = seed_value if spec.name == "random_seed" else kind
             parser.add_argument(*names, dest=spec.name, type=kind, default=spec.default, help=spec.metadata["help"] + default)
