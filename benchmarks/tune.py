@@ -1,0 +1,139 @@
+"""The sweeps behind the tuned settings in `elegantrl.tuned`: candidate settings on seeds 100 and up.
+
+Each candidate is a set of `Arguments` fields (and optionally agent arguments) given as JSON; every
+(candidate, seed) trains in its own single-threaded interpreter, `--jobs` at a time, with the same
+evaluation as the benchmark (10 deterministic episodes every `--eval-gap` env steps, clock paused),
+and stops at the target or the budget. The report gives, per candidate, the success rate and the
+medians of env steps and training seconds to the target, and is written to
+``benchmarks/results/tune/tune-<agent>-<env>.md`` with the command that made it.
+
+    python benchmarks/tune.py --agent AgentQRDQN --env LunarLander-v3 --target 200 --budget 300000 \\
+        --eval-gap 10000 --seeds 100 101 102 --jobs 2 \\
+        --candidate defaults '{}' --candidate wide '{"net_dim": 256, "gamma": 0.995}'
+
+The seeds 0-4 that the benchmark reports are refused here, so that no setting is chosen on them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import csv
+import datetime
+import json
+import math
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPORTED_SEEDS = range(0, 100)  # the benchmark reports seeds 0-4; tuning keeps well away from them
+
+
+def train(agent: str, env_id: str, fields: dict[str, Any], agent_kwargs: dict[str, Any], seed: int, budget: int,
+          target: float, eval_gap: int, folder: str) -> None:
+    """One training run, in this process: the same `Arguments` as the benchmark's elegantrl jobs."""
+    import torch
+
+    from elegantrl import agent as agent_module
+    from elegantrl.run import Arguments, train_and_evaluate
+
+    torch.set_num_threads(1)
+    args = Arguments(agent=getattr(agent_module, agent)(**agent_kwargs), env=env_id, random_seed=seed, cwd=folder, if_remove=True,
+                     device="cpu", num_threads=1, if_print=False, eval_times1=10, eval_times2=0, eval_gap=eval_gap,
+                     break_step=budget, target_return=target, **fields)
+    train_and_evaluate(args)
+
+
+def run_one(options: argparse.Namespace, name: str, settings: dict[str, Any], seed: int) -> dict[str, Any]:
+    """Trains one (candidate, seed) in a fresh interpreter and summarises its ``recorder.csv``."""
+    folder = os.path.join(options.work_dir, f"{options.agent}-{options.env}", f"{name}-seed{seed}")
+    job = dict(agent=options.agent, env_id=options.env, fields={k: v for k, v in settings.items() if k != "agent_kwargs"},
+               agent_kwargs=settings.get("agent_kwargs", {}), seed=seed, budget=options.budget, target=options.target,
+               eval_gap=options.eval_gap, folder=folder)
+    threads = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--job", json.dumps(job)], env={**os.environ, **threads})
+    result = dict(candidate=name, seed=seed, status="error", steps=math.nan, seconds=math.nan, best_return=math.nan)
+    path = os.path.join(folder, "recorder.csv")
+    if done.returncode == 0 and os.path.isfile(path):
+        with open(path, newline="") as file:
+            records = [{k: float(v) for k, v in line.items() if v != ""} for line in csv.DictReader(file)]
+        hit = next((r for r in records if r["return_mean"] >= options.target), None)
+        end = hit or records[-1]
+        result.update(status="reached" if hit else "failed", steps=end["step"], seconds=end["seconds"],
+                      best_return=max(r["return_mean"] for r in records))
+    print(f"[{name} seed {seed}] {result['status']} at {result['steps']:,.0f} env steps, {result['seconds']:.1f} s, "
+          f"best {result['best_return']:.1f}", flush=True)
+    return result
+
+
+def git_commit() -> str:
+    """The commit this tree is at, "-dirty" if it has changes: the sweep is tied to the code it ran."""
+    done = subprocess.run(["git", "-C", HERE, "describe", "--always", "--dirty"], capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
+def report(options: argparse.Namespace, candidates: dict[str, dict[str, Any]], results: list[dict[str, Any]], command: str) -> str:
+    """The markdown report: one line per candidate (medians; failed runs count at the budget), then per seed."""
+    lines = [f"# Tuning {options.agent} on {options.env}: target {options.target:g}, budget {options.budget:,d} env steps", "",
+             f"- Command: `{command}`",
+             f"- Date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}; elegantrl at git {git_commit()}",
+             f"- Seeds {', '.join(map(str, options.seeds))} (tuning seeds; the benchmark reports seeds 0-4); "
+             f"10 deterministic episodes every {options.eval_gap:,d} env steps; one torch thread a job, {options.jobs} job(s) at a time.",
+             "- Settings not named are the agent family's defaults (and, where it has one, the tuned entry for this env).", "",
+             "| candidate | settings | success | median env steps | median training s | median best return |", "|---|---|---|---|---|---|"]
+    for name, settings in candidates.items():
+        runs = [r for r in results if r["candidate"] == name]
+        cells = [statistics.median(r[key] for r in runs) for key in ("steps", "seconds", "best_return")]
+        success = sum(r["status"] == "reached" for r in runs)
+        lines.append(f"| {name} | `{json.dumps(settings)}` | {success}/{len(runs)} | {cells[0]:,.0f} | {cells[1]:.1f} | {cells[2]:.1f} |")
+    lines += ["", "| candidate | seed | status | env steps | training s | best return |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r['candidate']} | {r['seed']} | {r['status']} | {r['steps']:,.0f} | {r['seconds']:.1f} | {r['best_return']:.1f} |"
+              for r in results]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    """The command line (see the module docstring)."""
+    parser = argparse.ArgumentParser(description="Sweep candidate settings of one elegantrl agent on one env, on tuning seeds.")
+    parser.add_argument("--agent", help="an elegantrl.agent class name, e.g. AgentQRDQN")
+    parser.add_argument("--env", help="a Gymnasium env id")
+    parser.add_argument("--target", type=float, help="the target return")
+    parser.add_argument("--budget", type=int, help="env steps per run")
+    parser.add_argument("--eval-gap", type=int, default=1000, help="env steps between evaluations (default: 1000)")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[100, 101, 102], help="tuning seeds, 100 and up (default: 100 101 102)")
+    parser.add_argument("--candidate", nargs=2, action="append", metavar=("NAME", "JSON"), default=[],
+                        help='a candidate: a name and its settings as JSON, e.g. wide \'{"net_dim": 256}\'; '
+                             'agent arguments go under "agent_kwargs"')
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once, each on one core (default: 1)")
+    parser.add_argument("--out", default=os.path.join(HERE, "results", "tune"), help="where the report goes (default: benchmarks/results/tune)")
+    parser.add_argument("--work-dir", default=os.path.join(HERE, "runs", "tune"), help="run folders (default: benchmarks/runs/tune)")
+    parser.add_argument("--job", help=argparse.SUPPRESS)  # internal: one run, as JSON
+    options = parser.parse_args()
+    if options.job:
+        train(**json.loads(options.job))
+        return 0
+    missing = [flag for flag in ("agent", "env", "target", "budget") if getattr(options, flag) is None]
+    if missing:
+        parser.error("the following arguments are required: " + ", ".join("--" + flag for flag in missing))
+    if not options.candidate:
+        parser.error("name at least one --candidate NAME JSON, e.g. --candidate defaults '{}'")
+    if any(seed in REPORTED_SEEDS for seed in options.seeds):
+        parser.error(f"tune on seeds 100 and up; seeds below 100 are kept for the reported benchmark (got {options.seeds})")
+    candidates = {name: json.loads(text) for name, text in options.candidate}
+    pairs = [(name, seed) for seed in options.seeds for name in candidates]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs) as pool:
+        results = list(pool.map(lambda pair: run_one(options, pair[0], candidates[pair[0]], pair[1]), pairs))
+    text = report(options, candidates, results, "python " + shlex.join(sys.argv))
+    os.makedirs(options.out, exist_ok=True)
+    with open(os.path.join(options.out, f"tune-{options.agent.removeprefix('Agent').lower()}-{options.env.lower()}.md"), "w") as file:
+        file.write(text)
+    print("\n" + text)
+    return 0 if all(r["status"] != "error" for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
