@@ -25,7 +25,7 @@ setup(
         "test": ["pytest>=7", "pytest-timeout>=2", "gymnasium[box2d]>=1.0,<2", "nbclient>=0.7", "nbformat>=5", "ipykernel>=6", "tensorboard>=2.10",
                  "stable-baselines3>=2.3"],  # its env checker, run on PreprocessEnv in the tests
         "tensorboard": ["tensorboard>=2.10"],
-        "bench": ["stable-baselines3>=2.3", "gymnasium[box2d]>=1.0,<2"],
+        "bench": ["stable-baselines3>=2.3", "sb3-contrib>=2.3", "gymnasium[box2d]>=1.0,<2"],
     },
     entry_points={"console_scripts": ["elegantrl=elegantrl.run:main"]},
     classifiers=[

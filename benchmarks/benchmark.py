@@ -71,7 +71,7 @@ class Row:
     env_id: str
     target: float
     budget: int  # env steps; a run that has not reached the target by then has failed
-    sb3_algo: str  # a class name in stable_baselines3, e.g. "DQN"
+    sb3_algo: str  # a class name in stable_baselines3 or sb3_contrib, e.g. "DQN" or "QRDQN"
     sb3_hyperparams: Callable[[int], dict[str, Any]]
     agents: tuple[str, ...]  # class names in elegantrl.agent, e.g. "AgentD3QN"
     eval_gap: int = 1000  # env steps between evaluations
@@ -102,6 +102,41 @@ def zoo_dqn_cartpole(budget: int) -> dict[str, Any]:
         exploration_fraction=zoo_fraction * zoo_timesteps / budget,
         exploration_final_eps=0.04,
         policy_kwargs=dict(net_arch=[256, 256]),
+    )
+
+
+def zoo_qrdqn_cartpole(budget: int) -> dict[str, Any]:
+    """sb3-contrib QR-DQN on CartPole-v1 as rl-baselines3-zoo tunes it (hyperparams/qrdqn.yml, n_timesteps 5e4).
+
+    The zoo's DQN settings for this env with 10 quantiles; epsilon kept in env steps as in
+    `zoo_dqn_cartpole` (it reaches 0.04 after 8,000 env steps).
+    """
+    return dict(zoo_dqn_cartpole(budget), policy_kwargs=dict(net_arch=[256, 256], n_quantiles=10))
+
+
+def zoo_qrdqn_lunarlander(budget: int) -> dict[str, Any]:
+    """sb3-contrib QR-DQN on LunarLander as rl-baselines3-zoo tunes it (hyperparams/qrdqn.yml, LunarLander-v2, n_timesteps 1e5).
+
+    The zoo's ``lin_1.5e-3`` decays the learning rate linearly to 0 over its 1e5 steps and
+    ``exploration_fraction: 0.24`` anneals epsilon over its first 24,000; both are kept in env steps
+    (stretched by 1e5 / budget) so that the run is the zoo's own whatever our budget. After 1e5 env
+    steps the rate is 0: a run that has not reached the target by then does not learn any more.
+    ``gradient_steps=-1`` is one gradient step per env step, taken 256 at a time.
+    """
+    zoo_timesteps = 100_000
+    return dict(
+        policy="MlpPolicy",
+        learning_rate=LinearSchedule(start=1.5e-3, end=0.0, end_fraction=zoo_timesteps / budget),
+        batch_size=128,
+        buffer_size=100_000,
+        learning_starts=10_000,
+        gamma=0.995,
+        target_update_interval=1,
+        train_freq=256,
+        gradient_steps=-1,
+        exploration_fraction=0.24 * zoo_timesteps / budget,
+        exploration_final_eps=0.18,
+        policy_kwargs=dict(net_arch=[256, 256], n_quantiles=170),
     )
 
 
@@ -214,6 +249,28 @@ ROWS: dict[str, Row] = {
         sb3_hyperparams=zoo_dqn_cartpole,
         agents=("AgentDQN", "AgentDoubleDQN", "AgentDuelingDQN", "AgentD3QN"),
         sb3_note="exploration_fraction = 0.16 × 50,000 / budget: epsilon reaches 0.04 after 8,000 env steps, as in the zoo's 5e4-step run",
+    ),
+    "qrdqn-cartpole": Row(
+        env_id="CartPole-v1",
+        target=475.0,
+        budget=100_000,
+        sb3_algo="QRDQN",
+        sb3_hyperparams=zoo_qrdqn_cartpole,
+        agents=("AgentQRDQN",),
+        sb3_note="sb3-contrib's QRDQN; exploration_fraction = 0.16 × 50,000 / budget: epsilon reaches 0.04 after 8,000 env steps, "
+                 "as in the zoo's 5e4-step run",
+    ),
+    "qrdqn-lunarlander": Row(
+        env_id="LunarLander-v3",
+        target=200.0,
+        budget=200_000,
+        sb3_algo="QRDQN",
+        sb3_hyperparams=zoo_qrdqn_lunarlander,
+        agents=("AgentQRDQN",),
+        eval_gap=10_000,
+        sb3_note="sb3-contrib's QRDQN with the zoo's LunarLander-v2 entry (gymnasium 1.x has only -v3, the same task with bug fixes); "
+                 "learning_rate lin_1.5e-3 and exploration_fraction 0.24 kept in env steps as in the zoo's 1e5-step run: "
+                 "the rate is 1.5e-3 × (1 - t / 1e5) and 0 after 1e5 env steps, epsilon reaches 0.18 at 24,000",
     ),
     "sac-pendulum": Row(
         env_id="Pendulum-v1",
@@ -355,6 +412,15 @@ class TargetCallback(BaseCallback):
         return mean < self.target and not at_budget
 
 
+def sb3_class(name: str) -> type:
+    """The algorithm class `name` from stable_baselines3, or else from sb3_contrib (e.g. QRDQN)."""
+    if hasattr(stable_baselines3, name):
+        return getattr(stable_baselines3, name)
+    import sb3_contrib  # only the rows that need it need it installed
+
+    return getattr(sb3_contrib, name)
+
+
 def train_sb3(job: Job, row: Row) -> None:
     """Trains the row's SB3 baseline and writes its evaluations to ``job.folder/recorder.csv``."""
     hyperparams = row.sb3_hyperparams(job.budget)
@@ -364,7 +430,7 @@ def train_sb3(job: Job, row: Row) -> None:
             raise ValueError("only the zoo's noise_type 'normal' is supported here")
         sigma = hyperparams.pop("noise_std") * np.ones(env.action_space.shape)
         hyperparams["action_noise"] = NormalActionNoise(mean=np.zeros(env.action_space.shape), sigma=sigma)
-    model = getattr(stable_baselines3, row.sb3_algo)(env=env, seed=job.seed, device="cpu", verbose=0, **hyperparams)
+    model = sb3_class(row.sb3_algo)(env=env, seed=job.seed, device="cpu", verbose=0, **hyperparams)
     callback = TargetCallback(row.env_id, row.target, job.budget, row.eval_gap, row.eval_episodes, job.seed)
     model.learn(total_timesteps=job.budget, callback=callback)
     with open(os.path.join(job.folder, "recorder.csv"), "w", newline="") as file:
@@ -459,24 +525,56 @@ def label(result: dict[str, Any]) -> str:
     return f"elegantrl {result['agent'].removeprefix('Agent')}"
 
 
+def ratio_of_medians(ours: list[float], base: list[float], resamples: int = 10_000) -> tuple[float, float, float]:
+    """median(ours) / median(base), with a 90% bootstrap interval: (ratio, low, high).
+
+    Each side's seeds are resampled with replacement on their own, since a seed number pairs two
+    unrelated random streams; the interval is the 5th and 95th percentiles of the resampled ratios.
+    With 3 seeds a side it is coarse, and honest about it. A fixed generator keeps the report
+    reproducible from its raw data.
+    """
+    ours, base = [v for v in ours if not math.isnan(v)], [v for v in base if not math.isnan(v)]
+    if not ours or not base:
+        return math.nan, math.nan, math.nan
+    rng = np.random.default_rng(0)
+    ours_medians = np.median(rng.choice(ours, (resamples, len(ours))), axis=1)
+    base_medians = np.median(rng.choice(base, (resamples, len(base))), axis=1)
+    low, high = np.percentile(ours_medians / base_medians, [5, 95])
+    return statistics.median(ours) / statistics.median(base), float(low), float(high)
+
+
+def interval_cell(ratio: tuple[float, float, float]) -> str:
+    """A ratio-of-medians cell, e.g. "0.35 [0.21, 0.60]"."""
+    value, low, high = ratio
+    return "–" if math.isnan(value) else f"{value:.2f} [{low:.2f}, {high:.2f}]"
+
+
 def tables(results: list[dict[str, Any]]) -> str:
-    """The summary table (medians over seeds) and the per-seed table, in markdown."""
-    columns = [("steps", 0), ("seconds", 1), ("best_return", 1), ("final_return", 1), ("steps_ratio", 2), ("seconds_ratio", 2)]
+    """The summary table (medians over seeds, ratios of medians) and the per-seed table, in markdown."""
+    medians = [("steps", 0), ("seconds", 1), ("best_return", 1), ("final_return", 1)]
     summary = ["| run | success | env steps to target | wall s to target | best return | final return "
-               "| steps ratio ours/SB3 | time ratio ours/SB3 |", "|---|---|---|---|---|---|---|---|"]
+               "| steps ratio ours/SB3 [90% CI] | time ratio ours/SB3 [90% CI] |", "|---|---|---|---|---|---|---|---|"]
+    baseline = [r for r in results if r["library"] == SB3]
     for name in dict.fromkeys(label(r) for r in results):  # in order of first appearance
         runs = [r for r in results if label(r) == name]
         successes = sum(r["status"] == "reached" for r in runs)
-        cells = [fmt(median([r[key] for r in runs]), digits) for key, digits in columns]
+        cells = [fmt(median([r[key] for r in runs]), digits) for key, digits in medians]
+        for key in ("steps", "seconds"):
+            ours = runs[0]["library"] != SB3
+            cells.append(interval_cell(ratio_of_medians([r[key] for r in runs], [r[key] for r in baseline])) if ours else "–")
         summary.append(f"| {name} | {successes}/{len(runs)} | " + " | ".join(cells) + " |")
+    columns = medians + [("steps_ratio", 2), ("seconds_ratio", 2)]
     per_seed = ["| run | seed | status | env steps | wall s | best return | final return | steps ratio | time ratio |",
                 "|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(results, key=lambda r: r["seed"]):
         cells = [fmt(r[key], digits) for key, digits in columns]
         per_seed.append(f"| {label(r)} | {r['seed']} | {r['status']} | " + " | ".join(cells) + " |")
-    return ("Medians over seeds. A run that never reaches the target counts at the full budget, so a ratio "
-            "with a failed run of ours is a lower bound (read it with the success column).\n\n"
-            + "\n".join(summary) + "\n\nPer seed (ratios are ours / SB3 on the same seed):\n\n" + "\n".join(per_seed) + "\n")
+    return ("Medians over seeds; each ratio is the ratio of the two medians, with a 90% bootstrap interval (each "
+            "side's seeds resampled on their own). A run that never reaches the target counts at the full budget, "
+            "so a ratio with a failed run of ours is a lower bound and one with a failed run of SB3's an upper "
+            "bound (read them with the success column).\n\n"
+            + "\n".join(summary) + "\n\nPer seed (ratios are ours / SB3 on the same seed, for reference only):\n\n"
+            + "\n".join(per_seed) + "\n")
 
 
 def machine() -> str:
@@ -485,9 +583,27 @@ def machine() -> str:
     if os.path.isfile("/proc/cpuinfo"):
         with open("/proc/cpuinfo") as file:
             cpu = next((line.split(":", 1)[1].strip() for line in file if line.startswith("model name")), cpu)
+    try:
+        import sb3_contrib
+
+        contrib = f", sb3-contrib {sb3_contrib.__version__}"
+    except ImportError:
+        contrib = ""
     commit = subprocess.run(["git", "-C", HERE, "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
     return (f"{len(os.sched_getaffinity(0))} CPUs (nproc), {cpu}; Python {platform.python_version()}, torch {torch.__version__}, "
-            f"stable-baselines3 {stable_baselines3.__version__}, gymnasium {gym.__version__}, elegantrl at git {commit or 'unknown'}")
+            f"stable-baselines3 {stable_baselines3.__version__}{contrib}, gymnasium {gym.__version__}, elegantrl at git {commit or 'unknown'}")
+
+
+def built_in_settings(row: Row) -> str:
+    """What a user of each of the row's agents gets without setting anything: the tuned entry, if any."""
+    from elegantrl import agent as agent_module
+    from elegantrl.tuned import tuned_entry
+
+    notes = []
+    for name in row.agents:
+        family, entry = tuned_entry(getattr(agent_module, name)(), row.env_id)
+        notes.append(f"{name}: the tuned entry ({family!r}, {row.env_id!r}) {entry}" if entry else f"{name}: the family's defaults")
+    return "; ".join(notes)
 
 
 def write_report(name: str, row: Row, budget: int, results: list[dict[str, Any]], out: str, command: str, jobs: int = 1,
@@ -511,7 +627,8 @@ def write_report(name: str, row: Row, budget: int, results: list[dict[str, Any]]
             f"(episode seeds from default_rng(seed + 1)); wall time excludes evaluation; one torch thread per job; "
             f"{'one job at a time' if jobs == 1 else f'{jobs} jobs at a time, one per core'}.\n"
             f"- SB3 {row.sb3_algo} (rl-baselines3-zoo): {hyperparams}{'; ' + row.sb3_note if row.sb3_note else ''}\n"
-            f"- elegantrl: each agent's own defaults{', plus ' + str(row.elegantrl_args) if row.elegantrl_args else ''}"
+            f"- elegantrl: each agent's built-in settings ({built_in_settings(row)})"
+            f"{', plus ' + str(row.elegantrl_args) if row.elegantrl_args else ''}"
             f"{', agent arguments ' + str(row.agent_kwargs) if row.agent_kwargs else ''}.\n\n"
             + body
         )
