@@ -30,6 +30,8 @@ import sys
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+PROTOCOL_FIELDS = {"random_seed", "cwd", "if_remove", "device", "num_threads", "if_print", "eval_times1", "eval_times2", "eval_gap",
+                   "break_step", "target_return"}  # the same for every candidate, set by `train`
 REPORTED_SEEDS = range(0, 100)  # the benchmark reports seeds 0-4; tuning keeps well away from them
 
 
@@ -42,9 +44,9 @@ def train(agent: str, env_id: str, fields: dict[str, Any], agent_kwargs: dict[st
     from elegantrl.run import Arguments, train_and_evaluate
 
     torch.set_num_threads(1)
-    args = Arguments(agent=getattr(agent_module, agent)(**agent_kwargs), env=env_id, random_seed=seed, cwd=folder, if_remove=True,
-                     device="cpu", num_threads=1, if_print=False, eval_times1=10, eval_times2=0, eval_gap=eval_gap,
-                     break_step=budget, target_return=target, **fields)
+    protocol = dict(random_seed=seed, cwd=folder, if_remove=True, device="cpu", num_threads=1, if_print=False, eval_times1=10,
+                    eval_times2=0, eval_gap=eval_gap, break_step=budget, target_return=target)
+    args = Arguments(agent=getattr(agent_module, agent)(**agent_kwargs), env=env_id, **protocol, **fields)
     train_and_evaluate(args)
 
 
@@ -108,6 +110,7 @@ def main() -> int:
     parser.add_argument("--candidate", nargs=2, action="append", metavar=("NAME", "JSON"), default=[],
                         help='a candidate: a name and its settings as JSON, e.g. wide \'{"net_dim": 256}\'; '
                              'agent arguments go under "agent_kwargs"')
+    parser.add_argument("--name", default="", help="a suffix for the report's file name, e.g. seed102")
     parser.add_argument("--jobs", type=int, default=1, help="runs at once, each on one core (default: 1)")
     parser.add_argument("--out", default=os.path.join(HERE, "results", "tune"), help="where the report goes (default: benchmarks/results/tune)")
     parser.add_argument("--work-dir", default=os.path.join(HERE, "runs", "tune"), help="run folders (default: benchmarks/runs/tune)")
@@ -124,12 +127,17 @@ def main() -> int:
     if any(seed in REPORTED_SEEDS for seed in options.seeds):
         parser.error(f"tune on seeds 100 and up; seeds below 100 are kept for the reported benchmark (got {options.seeds})")
     candidates = {name: json.loads(text) for name, text in options.candidate}
+    for name, settings in candidates.items():
+        clash = sorted(set(settings) & PROTOCOL_FIELDS)
+        if clash:
+            parser.error(f"candidate {name!r} sets {clash}, which tune.py sets itself: use --eval-gap, --budget, --target, --seeds")
     pairs = [(name, seed) for seed in options.seeds for name in candidates]
     with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs) as pool:
         results = list(pool.map(lambda pair: run_one(options, pair[0], candidates[pair[0]], pair[1]), pairs))
     text = report(options, candidates, results, "python " + shlex.join(sys.argv))
     os.makedirs(options.out, exist_ok=True)
-    with open(os.path.join(options.out, f"tune-{options.agent.removeprefix('Agent').lower()}-{options.env.lower()}.md"), "w") as file:
+    name = f"tune-{options.agent.removeprefix('Agent').lower()}-{options.env.lower()}" + (f"-{options.name}" if options.name else "")
+    with open(os.path.join(options.out, name + ".md"), "w") as file:
         file.write(text)
     print("\n" + text)
     return 0 if all(r["status"] != "error" for r in results) else 1

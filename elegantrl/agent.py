@@ -95,12 +95,55 @@ class AgentBase:
         agent = super().__new__(cls)
         # The constructor settings the caller chose, by name: tuned settings (elegantrl.tuned) never
         # override them, and config.json keeps them so that load_agent rebuilds the same networks.
+        # None where they cannot be named (a subclass's *args): then nothing is tuned or kept.
+        agent.given_settings = dict(kwargs)
+        signature = inspect.signature(cls.__init__)
         try:
-            agent.given_settings = dict(inspect.signature(cls.__init__).bind(agent, *args, **kwargs).arguments)
-            agent.given_settings.pop(next(iter(inspect.signature(cls.__init__).parameters)), None)  # self
+            bound = list(signature.bind(agent, *args, **kwargs).arguments.items())[1:]  # without self
         except TypeError:  # wrong arguments: __init__ raises its own error next
-            agent.given_settings = dict(kwargs)
+            return agent
+        agent.given_settings = {}
+        for name, value in bound:
+            kind = signature.parameters[name].kind
+            if kind is inspect.Parameter.VAR_KEYWORD:
+                agent.given_settings.update(value)
+            elif kind is inspect.Parameter.VAR_POSITIONAL:
+                agent.given_settings = None if value else agent.given_settings
+                if value:
+                    break
+            else:
+                agent.given_settings[name] = value
         return agent
+
+    def apply_tuned(self, tuned: dict[str, Any]) -> dict[str, Any]:
+        """Takes the tuned constructor settings that the caller did not pass; returns those taken.
+
+        A setting is what the constructor makes of it (``explore_rate`` becomes ``explore_rate_range``,
+        ``num_quantiles`` a network class), so the agent is built again with and without each one and
+        takes the attributes that differ, unless the caller changed one of them after construction
+        (``agent.lambda_entropy = 0.05``). A constructor that does not take a setting gets none.
+        """
+        given = self.given_settings
+        if given is None:
+            return {}
+        try:
+            plain = vars(type(self)(**given))
+        except TypeError:
+            return {}
+        applied = {}
+        for name, value in tuned.items():
+            if name in given:
+                continue
+            try:
+                built = vars(type(self)(**given, **{name: value}))
+            except TypeError:  # a subclass whose constructor does not take this setting
+                continue
+            # settings are plain values or partials of network classes: repr compares both by value
+            changed = {k: v for k, v in built.items() if k != "given_settings" and repr(v) != repr(plain.get(k))}
+            if all(repr(vars(self).get(k)) == repr(plain.get(k)) for k in changed):
+                vars(self).update(changed)
+                applied[name] = value
+        return applied
 
     def init(self, net_dim: int, state_dim: int, action_dim: int, learning_rate: float = 1e-3, gamma: float = 0.99,
              reward_scale: float = 1.0, batch_size: int = 128, repeat_times: float = 1.0, soft_update_tau: float = 5e-3,

@@ -181,17 +181,24 @@ class Arguments:
                 raise ImportError("if_tensorboard needs the tensorboard package: pip install tensorboard") from error
 
     def _apply_tuned(self) -> None:
-        """Fills the fields left None, and the agent settings not passed, from `elegantrl.tuned` (printed at the start)."""
-        family, entry = tuned_entry(self.agent, self.env.env_name) if self.if_tuned else ("", {})
+        """Fills the fields left None, and the agent settings not passed, from `elegantrl.tuned` (printed at the start).
+
+        A resumed run takes the tuned settings its config.json recorded, not the table's of today.
+        """
+        if self.tuned_settings is not None or not self.if_tuned:  # a second check() has nothing left to fill
+            return
+        saved = read_config(self.cwd) if self.if_resume and self.cwd and os.path.isdir(self.cwd) else {}
+        if saved:  # what the run had, even if the table has changed since (a run with none keeps none)
+            family, entry = saved.get("tuned_family", ""), saved.get("tuned_settings", {})
+        else:
+            family, entry = tuned_entry(self.agent, self.env.env_name, getattr(self.env.spec, "kwargs", None))
         applied = {name: value for name, value in entry.items() if name != "agent" and getattr(self, name) is None}
         for name, value in applied.items():
             setattr(self, name, value)
-        agent_tuned = {name: value for name, value in entry.get("agent", {}).items() if name not in self.agent.given_settings}
-        if agent_tuned:  # the agent's constructor again, with the tuned settings under the caller's own
-            type(self.agent).__init__(self.agent, **agent_tuned, **self.agent.given_settings)
-            self.agent.tuned_settings = agent_tuned
-        if applied or agent_tuned:  # kept for the header; a second check() finds nothing left to fill
-            self.tuned_settings = (family, {**applied, **agent_tuned})
+        agent_tuned = self.agent.apply_tuned(entry.get("agent", {}))
+        self.agent.tuned_settings = agent_tuned
+        if applied or agent_tuned:
+            self.tuned_settings = (family, {**applied, **({"agent": agent_tuned} if agent_tuned else {})})
 
     def _check_learner_gpus(self) -> None:
         if self.learner_gpus is None:
@@ -677,12 +684,15 @@ def write_config(args: Arguments, group: LearnerGroup | None = None) -> None:
         with open(os.path.join(args.cwd, "config.json"), "w") as file:
             json.dump({RUN_MARKER: 1, "agent": agent_name, "env": env.env_name, "net_dim": args.net_dim, "state_dim": env.state_dim,
                        "action_dim": env.action_dim, "max_step": env.max_step, "random_seed": args.random_seed,
-                       "agent_settings": json_settings(args.agent)}, file, indent=2)
+                       "agent_settings": json_settings(args.agent),
+                       **({"tuned_family": args.tuned_settings[0], "tuned_settings": args.tuned_settings[1]} if args.tuned_settings else {})},
+                      file, indent=2)
     if args.if_print:
         start = f", resumed at env step {args.agent.total_steps:,d}" if args.if_resume else ""
         print(f"elegantrl: {agent_name} on {env!r}\n  run folder {args.cwd}{start}, seed {args.random_seed}, device {args.device}")
         if args.tuned_settings:
-            family, settings = args.tuned_settings
+            family, entry = args.tuned_settings
+            settings = {**{k: v for k, v in entry.items() if k != "agent"}, **entry.get("agent", {})}
             print(f"  tuned settings for {env.env_name} ({family} family; set a field to override it): "
                   + ", ".join(f"{name}={value}" for name, value in settings.items()))
         if group is not None:
@@ -695,8 +705,13 @@ def json_settings(agent: AgentBase) -> dict[str, Any]:
 
     A setting JSON cannot hold (an object the caller passed) is left out: `load_agent` then uses its default.
     """
-    settings = {**getattr(agent, "tuned_settings", {}), **agent.given_settings}
-    return {name: value for name, value in settings.items() if _is_json(value)}
+    settings = {**getattr(agent, "tuned_settings", {}), **(agent.given_settings or {})}
+    settings = {name: value.item() if isinstance(value, np.generic) else value for name, value in settings.items()}
+    dropped = [name for name, value in settings.items() if not _is_json(value)]
+    if dropped:
+        warnings.warn(f"config.json cannot hold {type(agent).__name__}'s settings {dropped}; load_agent will build the agent "
+                      f"with their defaults, so pass them to it yourself", stacklevel=2)
+    return {name: value for name, value in settings.items() if name not in dropped}
 
 
 def _is_json(value: Any) -> bool:
@@ -1000,7 +1015,8 @@ def build_parser() -> argparse.ArgumentParser:
         elif kind is bool:
             parser.add_argument(*names, dest=spec.name, action=argparse.BooleanOptionalAction, default=spec.default, help=spec.metadata["help"])
         else:  # a help text that says its default itself ("by default ...") needs no "(default: ...)"
-            default = " (default: tuned for the env, else the agent family's)" if spec.default is None else " (default: %(default)s)"
+            fallback = FIELD_DEFAULTS.get(spec.name, "the agent family's")
+            default = f" (default: tuned for the env, else {fallback})" if spec.default is None else " (default: %(default)s)"
             default = "" if "by default" in spec.metadata["help"] else default
             kind = seed_value if spec.name == "random_seed" else kind
             parser.add_argument(*names, dest=spec.name, type=kind, default=spec.default, help=spec.metadata["help"] + default)

@@ -9,14 +9,16 @@ A key is (an agent class name without "Agent", an env id). The agent's own class
 first, then its bases in order, so ("DQN", env) serves DQN, DoubleDQN, DuelingDQN, D3QN and
 QRDQN unless one of them has an entry of its own, and ("DDPG", env) serves TD3 too.
 
-Every entry was chosen on seeds 100 and above by ``benchmarks/tune.py``, never on the seeds 0-4
+Every entry was checked on seeds 100 and above by ``benchmarks/tune.py``, away from the seeds 0-4
 that the benchmark reports; ``benchmarks/results/tune/`` has each sweep, its command and its
-seeds, and the comment beside an entry names its file.
+seeds, and the comment beside an entry says where it came from.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from gymnasium.envs.registration import registry
 
 # Short rollouts of 8 envs, many epochs on each, a shorter horizon: small discrete tasks solved in
 # seconds; the PPO family's generic defaults (SB3's) took 3-5 times longer, and missed Acrobot's
@@ -27,21 +29,28 @@ TUNED: dict[tuple[str, str], dict[str, Any]] = {
     ("PPO", "CartPole-v1"): SHORT_ROLLOUTS,
     ("PPO", "Acrobot-v1"): SHORT_ROLLOUTS,
     # 64-wide Q networks hovered (best -51 by 70k env steps); 128 reached 200 on 6/6 runs of QR-DQN
-    # and D3QN, where 256 and slower exploration were no faster (tune-*-lunarlander-v3.md)
+    # and D3QN. Width 256 and gamma 0.995 were slower; slower exploration was as fast in median
+    # but spread wider (40k and 130k env steps) and needs an agent setting (tune-*-lunarlander-v3.md)
     ("DQN", "LunarLander-v3"): dict(net_dim=128),
-    # rl-baselines3-zoo's PPO settings for LunarLander in elegantrl's terms: 200 on seeds 100 and 101
-    # (tune-discreteppo-lunarlander-v3.md); the generic defaults had reached only 161 in 1M env steps
-    # in an earlier run (the ppo-lunarlander benchmark row)
+    # rl-baselines3-zoo's PPO settings for LunarLander in elegantrl's terms, which the ppo-lunarlander
+    # row adopted after the generic defaults reached only 161 in 1M env steps on its seed 0; confirmed
+    # on tuning seeds: 200 on 100 and 101 (tune-discreteppo-lunarlander-v3.md)
     ("PPO", "LunarLander-v3"): dict(num_envs=16, target_step=1024, batch_size=64, repeat_times=4.0, gamma=0.999, learning_rate=3e-4,
                                     agent=dict(lambda_entropy=0.01, lambda_gae_adv=0.98)),
 }
 
 
-def tuned_entry(agent: object, env_id: str) -> tuple[str, dict[str, Any]]:
+def tuned_entry(agent: object, env_id: str, env_kwargs: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
     """The tuned entry for `agent` on `env_id`: (the family name it was found under, its settings).
 
-    ("", {}) when the table has none for this env.
+    `env_kwargs` are those the env was made with (its spec's): an entry was tuned on the registered
+    env, so a variant of it (LunarLander-v3 with ``continuous=True``, or with wind) gets none.
+    ("", {}) when the table has none.
     """
+    if env_kwargs is not None and env_id in registry:
+        made = {k: v for k, v in env_kwargs.items() if k != "render_mode"}
+        if made != {k: v for k, v in registry[env_id].kwargs.items() if k != "render_mode"}:
+            return "", {}
     for cls in type(agent).__mro__:
         family = cls.__name__.removeprefix("Agent")
         if (family, env_id) in TUNED:

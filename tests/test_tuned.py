@@ -5,8 +5,6 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from elegantrl.agent import AgentD3QN, AgentDiscretePPO, AgentDQN, AgentQRDQN, AgentSAC
 from elegantrl.run import Arguments, load_agent, train_and_evaluate
 from elegantrl.tuned import TUNED, tuned_entry
@@ -72,3 +70,72 @@ def test_the_cli_prints_the_tuned_settings_and_a_flag_overrides_one(tmp_path):
     assert done.returncode == 0, done.stderr
     header = next(line for line in done.stdout.splitlines() if "tuned settings" in line)
     assert "PPO family" in header and "target_step=64" in header and "num_envs" not in header
+
+
+def test_every_entry_names_fields_that_default_to_none_and_settings_its_family_takes():
+    import dataclasses
+    import inspect
+
+    from elegantrl import agent as agent_module
+
+    defaults = {spec.name: spec.default for spec in dataclasses.fields(Arguments)}
+    for (family, env_id), entry in TUNED.items():
+        assert all(defaults[name] is None for name in entry if name != "agent"), (family, env_id)
+        parameters = inspect.signature(getattr(agent_module, "Agent" + family).__init__).parameters
+        assert all(name in parameters for name in entry.get("agent", {})), (family, env_id)
+
+
+def test_a_setting_changed_after_construction_is_kept():
+    agent = AgentDiscretePPO()
+    agent.lambda_entropy, agent.ratio_clip = 0.05, 0.1  # the original ElegantRL's way of setting an agent
+    args = Arguments(agent=agent, env="LunarLander-v3")
+    args.check()
+    assert (agent.lambda_entropy, agent.ratio_clip) == (0.05, 0.1)
+    assert agent.lambda_gae_adv == TUNED["PPO", "LunarLander-v3"]["agent"]["lambda_gae_adv"]  # untouched, so tuned
+    assert "lambda_entropy" not in args.tuned_settings[1]["agent"]
+
+
+def test_subclasses_with_their_own_constructors_are_left_as_they_are():
+    class Forwarding(AgentDiscretePPO):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+
+    class Fixed(AgentDiscretePPO):
+        def __init__(self, clip=0.1):
+            super().__init__(ratio_clip=clip, lambda_entropy=0.05)
+
+    agent = Forwarding(ratio_clip=0.3)
+    assert agent.given_settings == {"ratio_clip": 0.3}
+    Arguments(agent=agent, env="LunarLander-v3").check()
+    assert agent.ratio_clip == 0.3 and agent.lambda_entropy == 0.01  # keyword arguments forwarded: tuned as usual
+    agent = Forwarding(0.3)  # an unnamed setting: the agent is not tuned, and nothing raises
+    Arguments(agent=agent, env="LunarLander-v3").check()
+    assert agent.given_settings is None and agent.lambda_entropy == 0.0
+    agent = Fixed()
+    args = Arguments(agent=agent, env="LunarLander-v3")
+    args.check()
+    assert agent.lambda_entropy == 0.05 and args.num_envs == TUNED["PPO", "LunarLander-v3"]["num_envs"]
+
+
+def test_a_variant_of_an_env_gets_no_entry_and_a_second_check_keeps_the_header():
+    import gymnasium as gym
+
+    args = Arguments(agent=AgentD3QN(), env=gym.make("LunarLander-v3", enable_wind=True))
+    args.check()
+    assert args.tuned_settings is None and args.net_dim == AgentD3QN.arg_defaults["net_dim"]
+    args = Arguments(agent=AgentDiscretePPO(), env="LunarLander-v3")
+    args.check()
+    first = args.tuned_settings
+    args.check()
+    assert args.tuned_settings == first and "num_envs" in first[1]
+
+
+def test_a_resumed_run_keeps_the_tuned_settings_it_had(tmp_path, monkeypatch):
+    monkeypatch.setitem(TUNED, ("DQN", "CartPole-v1"), dict(net_dim=24, learning_rate=1e-3))
+    run = dict(env="CartPole-v1", cwd=str(tmp_path / "run"), batch_size=32, target_step=32, warmup_steps=64, eval_gap=128,
+               eval_times1=1, eval_times2=0, if_print=False)
+    train_and_evaluate(Arguments(agent=AgentDQN(), break_step=256, **run))
+    monkeypatch.setitem(TUNED, ("DQN", "CartPole-v1"), dict(net_dim=40, learning_rate=5e-4))  # the table changed since
+    args = Arguments(agent=AgentDQN(), break_step=512, if_resume=True, **run)
+    train_and_evaluate(args)
+    assert (args.net_dim, args.learning_rate) == (24, 1e-3)
