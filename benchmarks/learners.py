@@ -29,8 +29,10 @@ import time
 import torch
 import torch.distributed as dist
 import torch.multiprocessing
-from benchmark import HERE, machine, median
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository, for `import benchmarks`
+from benchmarks.report import machine, median  # noqa: E402
+from benchmarks.rows import HERE  # noqa: E402
 from elegantrl.agent import AgentSAC
 from elegantrl.distributed import LearnerGroup
 from elegantrl.replay import ReplayBuffer, Transitions

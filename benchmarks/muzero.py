@@ -21,9 +21,11 @@ import tempfile
 import time
 
 import torch
-from benchmark import median
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository, for `import benchmarks`
 from learners import write
 
+from benchmarks.report import median  # noqa: E402
 from elegantrl.agent import AgentMuZero
 
 TARGET, BUDGET = 475.0, 30_000

@@ -47,8 +47,12 @@ from typing import Any, Callable
 
 import torch
 import torch.multiprocessing
-from benchmark import HERE, ROWS, Job, Row, fmt, machine, median, per_second, ratio_cells, summarise, write_throughput_report
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository, for `import benchmarks`
+from benchmarks.report import fmt, machine, median  # noqa: E402
+from benchmarks.rows import HERE, ROWS, Row  # noqa: E402
+from benchmarks.runner import Job, summarise  # noqa: E402
+from benchmarks.throughput import per_second, ratio_cells, write_throughput_report  # noqa: E402
 from elegantrl import agent as agent_module
 from elegantrl.agent import AgentBase, AgentSAC
 from elegantrl.env import PreprocessEnv, env_recipe

@@ -1,0 +1,53 @@
+"""The command line: ``python -m benchmarks --suite quick`` (see benchmarks/README.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+
+from benchmarks.rows import HERE, QUICK_SUITE, ROWS
+from benchmarks.runner import Job, report_rows, run_job, run_rows
+from benchmarks.throughput import THROUGHPUT_ROWS
+
+
+def main() -> int:
+    """The command line: run the chosen rows, or (internally) one training job."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description="Benchmark elegantrl against Stable-Baselines3, side by side.")
+    every_row = [*ROWS, *THROUGHPUT_ROWS]
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--rows", nargs="+", choices=every_row, help="rows to run (default: all)")
+    which.add_argument("--suite", choices=["quick", "full"],
+                       help=f"quick: {', '.join(QUICK_SUITE)} (minutes a seed); full: every row and both throughput measurements")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="seeds (default: 0 1 2)")
+    parser.add_argument("--budget", type=int, default=None, help="env steps per run, overriding each row's budget (for smoke tests)")
+    parser.add_argument("--out", default=os.path.join(HERE, "results"), help="where the .md and .csv reports go (default: benchmarks/results)")
+    parser.add_argument("--work-dir", default=os.path.join(HERE, "runs"), help="run folders of the jobs (default: benchmarks/runs, git-ignored)")
+    parser.add_argument("--repeats", type=int, default=30, help="timings per library and case in sac-throughput and env-throughput (default: 30)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="(row, seed) pairs trained at once, each job a single-threaded process (default: 1; at most the number of CPUs)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="train nothing: rewrite the rows' reports from the finished jobs in --work-dir (after a run was stopped)")
+    parser.add_argument("--job", help=argparse.SUPPRESS)  # internal: the JSON of one Job, run in this process
+    options = parser.parse_args()
+    if options.job:
+        run_job(Job(**json.loads(options.job)))
+        return 0
+    command = "python -m benchmarks " + shlex.join(sys.argv[1:])
+    options.rows = options.rows or (list(QUICK_SUITE) if options.suite == "quick" else every_row)
+    if not 1 <= options.jobs <= len(os.sched_getaffinity(0)):
+        parser.error(f"--jobs must be between 1 and the number of CPUs ({len(os.sched_getaffinity(0))}), got {options.jobs}: "
+                     "each job is a single-threaded process that needs a core of its own")
+    training = [name for name in options.rows if name in ROWS]
+    write = report_rows if options.report_only else run_rows
+    ok = write(training, options.seeds, options.budget, options.out, options.work_dir, command, options.jobs) if training else True
+    for name in options.rows:  # timings last, so that no training job runs beside them
+        if name in THROUGHPUT_ROWS:
+            ok = THROUGHPUT_ROWS[name](options.out, command, options.repeats) and ok
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

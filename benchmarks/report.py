@@ -1,0 +1,164 @@
+"""Summarising the jobs: ratios of medians with bootstrap intervals, the markdown and CSV reports."""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import math
+import os
+import platform
+import statistics
+import subprocess
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import stable_baselines3
+import torch
+
+from benchmarks.rows import HERE, ROWS, SB3, Row
+
+
+def add_ratios(results: list[dict[str, Any]]) -> None:
+    """Adds ours/SB3 ratios of env steps and seconds on the same seed (nan for SB3's own lines)."""
+    baseline = {r["seed"]: r for r in results if r["library"] == SB3}
+    for result in results:
+        base = baseline.get(result["seed"]) if result["library"] != SB3 else None
+        result["steps_ratio"] = result["steps"] / base["steps"] if base else math.nan
+        result["seconds_ratio"] = result["seconds"] / base["seconds"] if base else math.nan
+
+
+def median(values: list[float]) -> float:
+    """The median of the non-nan values, or nan when there are none."""
+    finite = [v for v in values if not math.isnan(v)]
+    return statistics.median(finite) if finite else math.nan
+
+
+def fmt(value: float, digits: int = 1) -> str:
+    """A table cell: thousands separators and `digits` decimals; a dash for nan."""
+    return "–" if math.isnan(value) else f"{value:,.{digits}f}"
+
+
+def label(result: dict[str, Any]) -> str:
+    """How a run is named in the tables, e.g. "SB3 DQN (zoo)" or "elegantrl D3QN"."""
+    if result["library"] == SB3:
+        return f"SB3 {result['agent']} (zoo)"
+    return f"elegantrl {result['agent'].removeprefix('Agent')}"
+
+
+def ratio_of_medians(ours: list[float], base: list[float], resamples: int = 10_000) -> tuple[float, float, float]:
+    """median(ours) / median(base), with a 90% bootstrap interval: (ratio, low, high).
+
+    Each side's seeds are resampled with replacement on their own, since a seed number pairs two
+    unrelated random streams; the interval is the 5th and 95th percentiles of the resampled ratios.
+    With 3 seeds a side it is coarse, and honest about it. A fixed generator keeps the report
+    reproducible from its raw data.
+    """
+    ours, base = [v for v in ours if not math.isnan(v)], [v for v in base if not math.isnan(v)]
+    if not ours or not base:
+        return math.nan, math.nan, math.nan
+    rng = np.random.default_rng(0)
+    ours_medians = np.median(rng.choice(ours, (resamples, len(ours))), axis=1)
+    base_medians = np.median(rng.choice(base, (resamples, len(base))), axis=1)
+    low, high = np.percentile(ours_medians / base_medians, [5, 95])
+    return statistics.median(ours) / statistics.median(base), float(low), float(high)
+
+
+def interval_cell(ratio: tuple[float, float, float]) -> str:
+    """A ratio-of-medians cell, e.g. "0.35 [0.21, 0.60]"."""
+    value, low, high = ratio
+    return "–" if math.isnan(value) else f"{value:.2f} [{low:.2f}, {high:.2f}]"
+
+
+def tables(results: list[dict[str, Any]]) -> str:
+    """The summary table (medians over seeds, ratios of medians) and the per-seed table, in markdown."""
+    medians = [("steps", 0), ("seconds", 1), ("best_return", 1), ("final_return", 1)]
+    summary = ["| run | success | env steps to target | wall s to target | best return | final return "
+               "| steps ratio ours/SB3 [90% CI] | time ratio ours/SB3 [90% CI] |", "|---|---|---|---|---|---|---|---|"]
+    baseline = [r for r in results if r["library"] == SB3]
+    for name in dict.fromkeys(label(r) for r in results):  # in order of first appearance
+        runs = [r for r in results if label(r) == name]
+        successes = sum(r["status"] == "reached" for r in runs)
+        cells = [fmt(median([r[key] for r in runs]), digits) for key, digits in medians]
+        for key in ("steps", "seconds"):
+            ours = runs[0]["library"] != SB3
+            cells.append(interval_cell(ratio_of_medians([r[key] for r in runs], [r[key] for r in baseline])) if ours else "–")
+        summary.append(f"| {name} | {successes}/{len(runs)} | " + " | ".join(cells) + " |")
+    columns = medians + [("steps_ratio", 2), ("seconds_ratio", 2)]
+    per_seed = ["| run | seed | status | env steps | wall s | best return | final return | steps ratio | time ratio |",
+                "|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(results, key=lambda r: r["seed"]):
+        cells = [fmt(r[key], digits) for key, digits in columns]
+        per_seed.append(f"| {label(r)} | {r['seed']} | {r['status']} | " + " | ".join(cells) + " |")
+    return ("Medians over seeds; each ratio is the ratio of the two medians, with a 90% bootstrap interval (each "
+            "side's seeds resampled on their own). A run that never reaches the target counts at the full budget, "
+            "so a ratio with a failed run of ours is a lower bound and one with a failed run of SB3's an upper "
+            "bound (read them with the success column).\n\n"
+            + "\n".join(summary) + "\n\nPer seed (ratios are ours / SB3 on the same seed, for reference only):\n\n"
+            + "\n".join(per_seed) + "\n")
+
+
+def machine() -> str:
+    """The machine and the library versions, for the report."""
+    cpu = platform.processor() or "unknown CPU"
+    if os.path.isfile("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as file:
+            cpu = next((line.split(":", 1)[1].strip() for line in file if line.startswith("model name")), cpu)
+    try:
+        import sb3_contrib
+
+        contrib = f", sb3-contrib {sb3_contrib.__version__}"
+    except ImportError:
+        contrib = ""
+    commit = subprocess.run(["git", "-C", HERE, "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
+    return (f"{len(os.sched_getaffinity(0))} CPUs (nproc), {cpu}; Python {platform.python_version()}, torch {torch.__version__}, "
+            f"stable-baselines3 {stable_baselines3.__version__}{contrib}, gymnasium {gym.__version__}, elegantrl at git {commit or 'unknown'}")
+
+
+def built_in_settings(row: Row) -> str:
+    """What a user of each of the row's agents gets without setting anything: the tuned entry, if any."""
+    from elegantrl import agent as agent_module
+    from elegantrl.tuned import tuned_entry
+
+    notes = []
+    for name in row.agents:
+        family, entry = tuned_entry(getattr(agent_module, name)(), row.env_id)
+        notes.append(f"{name}: the tuned entry ({family!r}, {row.env_id!r}) {entry}" if entry else f"{name}: the family's defaults")
+    return "; ".join(notes)
+
+
+def write_report(name: str, row: Row, budget: int, results: list[dict[str, Any]], out: str, command: str, jobs: int = 1,
+                 note: str = "") -> str:
+    """Writes ``out/<row>.csv`` (one line per run) and ``out/<row>.md``, with `note` under the command; returns the tables."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, f"{name}.csv"), "w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=["row", "env_id", "target", "budget", *results[0]])
+        writer.writeheader()
+        writer.writerows({"row": name, "env_id": row.env_id, "target": row.target, "budget": budget, **r} for r in results)
+    body = tables(results)
+    hyperparams = ", ".join(f"{k}={v}" for k, v in row.sb3_hyperparams(budget).items())
+    with open(os.path.join(out, f"{name}.md"), "w") as file:
+        file.write(
+            f"# {name}: {row.env_id}, target {row.target:g}, budget {budget:,d} env steps\n\n"
+            f"- Command: `{command}`\n"
+            + (f"- Note: {note}\n" if note else "") +
+            f"- Date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}\n"
+            f"- Machine: {machine()}\n"
+            f"- Evaluation: {row.eval_episodes} deterministic episodes every {row.eval_gap:,d} env steps on a separate env "
+            f"(episode seeds from default_rng(seed + 1)); wall time excludes evaluation; one torch thread per job; "
+            f"{'one job at a time' if jobs == 1 else f'{jobs} jobs at a time, one per core'}.\n"
+            f"- SB3 {row.sb3_algo} (rl-baselines3-zoo): {hyperparams}{'; ' + row.sb3_note if row.sb3_note else ''}\n"
+            f"- elegantrl: each agent's built-in settings ({built_in_settings(row)})"
+            f"{', plus ' + str(row.elegantrl_args) if row.elegantrl_args else ''}"
+            f"{', agent arguments ' + str(row.agent_kwargs) if row.agent_kwargs else ''}.\n\n"
+            + body
+        )
+    return body
+
+
+def finish_row(name: str, budget: int, results: list[dict[str, Any]], out: str, command: str, jobs: int, note: str = "") -> None:
+    """Adds the ratios to a row's results, writes its report and prints its tables."""
+    row = ROWS[name]
+    add_ratios(results)
+    print(f"\n## {name}: {row.env_id}, target {row.target:g}, budget {budget:,d}\n\n"
+          + write_report(name, row, budget, results, out, command, jobs, note))

@@ -1,0 +1,241 @@
+"""Running the jobs: each (library, agent, seed) trains in a fresh single-threaded interpreter, one at a time or one per core."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import csv
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import stable_baselines3
+import torch
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.noise import NormalActionNoise
+
+from benchmarks.report import finish_row, fmt, label
+from benchmarks.rows import OURS, ROOT, ROWS, SB3, Row
+
+# ---- one training job (runs in its own interpreter) ------------------------------------------
+
+
+@dataclass
+class Job:
+    """What one subprocess trains; it writes its evaluations to ``folder/recorder.csv``."""
+
+    row: str
+    library: str  # SB3 or OURS
+    agent: str  # the SB3 algorithm or the elegantrl agent class name
+    seed: int
+    budget: int
+    folder: str
+
+
+class TargetCallback(BaseCallback):
+    """Evaluates an SB3 model the way elegantrl's Evaluator does, and stops at the target.
+
+    Every `eval_gap` env steps it pauses the clock, plays `episodes` deterministic episodes on its
+    own env, resumes the clock, and records (step, training seconds, mean, std). Training stops
+    (``_on_step`` returns False) at the first evaluation whose mean reaches `target`, or at `budget`.
+    """
+
+    def __init__(self, env_id: str, target: float, budget: int, eval_gap: int, episodes: int, seed: int):
+        """Builds the evaluation env and the episode-seed generator."""
+        super().__init__()
+        self.eval_env = gym.make(env_id)
+        self.target, self.budget, self.eval_gap, self.episodes = target, budget, eval_gap, episodes
+        self.seed = seed
+        self.next_eval_step = eval_gap
+        self.records: list[dict[str, float]] = []
+        self.start_time = self.eval_seconds = 0.0
+
+    def _on_training_start(self) -> None:
+        """Starts the clock once the model and its buffer are built, as elegantrl's Evaluator does."""
+        self.start_time = time.perf_counter()
+
+    def _episode_return(self, seed: int) -> float:
+        """The return of one deterministic episode on the evaluation env, reset with `seed`."""
+        obs, _ = self.eval_env.reset(seed=seed)
+        total, done = 0.0, False
+        while not done:
+            action, _ = self.model.predict(obs, deterministic=True)
+            obs, reward, terminated, truncated, _ = self.eval_env.step(action)
+            total += float(reward)
+            done = terminated or truncated
+        return total
+
+    def _on_step(self) -> bool:
+        """Evaluates on the cadence (or at the budget); returns False to stop training."""
+        at_budget = self.num_timesteps >= self.budget
+        if self.num_timesteps < self.next_eval_step and not at_budget:
+            return True
+        # A fixed cadence in env steps that stays on multiples of eval_gap with vectorised envs.
+        self.next_eval_step = (self.num_timesteps // self.eval_gap + 1) * self.eval_gap
+        start = time.perf_counter()
+        from elegantrl.run import evaluation_seeds  # the same episode seeds as elegantrl's Evaluator
+
+        returns = [self._episode_return(seed) for seed in evaluation_seeds(self.seed, self.num_timesteps, self.eval_gap, self.episodes)]
+        self.eval_seconds += time.perf_counter() - start
+        seconds = time.perf_counter() - self.start_time - self.eval_seconds
+        mean = float(np.mean(returns))
+        self.records.append(dict(step=self.num_timesteps, seconds=seconds, return_mean=mean, return_std=float(np.std(returns))))
+        return mean < self.target and not at_budget
+
+
+def sb3_class(name: str) -> type:
+    """The algorithm class `name` from stable_baselines3, or else from sb3_contrib (e.g. QRDQN)."""
+    if hasattr(stable_baselines3, name):
+        return getattr(stable_baselines3, name)
+    import sb3_contrib  # only the rows that need it need it installed
+
+    return getattr(sb3_contrib, name)
+
+
+def train_sb3(job: Job, row: Row) -> None:
+    """Trains the row's SB3 baseline and writes its evaluations to ``job.folder/recorder.csv``."""
+    hyperparams = row.sb3_hyperparams(job.budget)
+    env = make_vec_env(row.env_id, n_envs=hyperparams.pop("n_envs", 1), seed=job.seed)
+    if "noise_std" in hyperparams:  # the zoo's action-noise keys, built as the zoo builds them
+        if hyperparams.pop("noise_type") != "normal":
+            raise ValueError("only the zoo's noise_type 'normal' is supported here")
+        sigma = hyperparams.pop("noise_std") * np.ones(env.action_space.shape)
+        hyperparams["action_noise"] = NormalActionNoise(mean=np.zeros(env.action_space.shape), sigma=sigma)
+    model = sb3_class(row.sb3_algo)(env=env, seed=job.seed, device="cpu", verbose=0, **hyperparams)
+    callback = TargetCallback(row.env_id, row.target, job.budget, row.eval_gap, row.eval_episodes, job.seed)
+    model.learn(total_timesteps=job.budget, callback=callback)
+    with open(os.path.join(job.folder, "recorder.csv"), "w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=list(callback.records[0]))
+        writer.writeheader()
+        writer.writerows(callback.records)
+
+
+def train_elegantrl(job: Job, row: Row) -> None:
+    """Trains one elegantrl agent; its Evaluator writes ``job.folder/recorder.csv`` itself."""
+    from elegantrl import agent as agent_module
+    from elegantrl.env import PreprocessEnv
+    from elegantrl.run import Arguments, train_and_evaluate
+
+    args = Arguments(
+        agent=getattr(agent_module, job.agent)(**row.agent_kwargs), env=PreprocessEnv(row.env_id), random_seed=job.seed,
+        cwd=job.folder, if_remove=True, device="cpu", num_threads=1, if_print=False,
+        eval_times1=row.eval_episodes, eval_times2=0,  # no confirmation episodes: SB3 gets none either
+        eval_gap=row.eval_gap, break_step=job.budget, target_return=row.target, **row.elegantrl_args,
+    )
+    train_and_evaluate(args)
+
+
+def run_job(job: Job) -> None:
+    """Entry point of a job subprocess: one thread for torch, then train."""
+    torch.set_num_threads(1)  # both libraries get one core; the other is left for the OS
+    row = ROWS[job.row]
+    (train_sb3 if job.library == SB3 else train_elegantrl)(job, row)
+
+
+# ---- running the jobs and summarising them ---------------------------------------------------
+
+
+def launch(job: Job) -> bool:
+    """Runs `job` in a fresh interpreter and waits for it; returns whether it exited cleanly."""
+    shutil.rmtree(job.folder, ignore_errors=True)
+    os.makedirs(job.folder)
+    # One thread for numpy/BLAS too, so neither library steals the second core.
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    env["PYTHONPATH"] = os.pathsep.join([ROOT, *filter(None, [env.get("PYTHONPATH")])])  # for `-m benchmarks` from any folder
+    command = [sys.executable, "-m", "benchmarks", "--job", json.dumps(asdict(job))]
+    return subprocess.run(command, env=env).returncode == 0
+
+
+def summarise(job: Job, target: float, ok: bool) -> dict[str, Any]:
+    """One result line from the job's ``recorder.csv``: status, steps and seconds to target, returns.
+
+    A run that never reaches the target counts at its full budget: the step and training seconds
+    of its last evaluation (taken at the budget). A job that crashed has status "error".
+    """
+    result: dict[str, Any] = dict(library=job.library, agent=job.agent, seed=job.seed, status="error", steps=math.nan,
+                                  seconds=math.nan, best_return=math.nan, final_return=math.nan, evaluations=0)
+    path = os.path.join(job.folder, "recorder.csv")
+    records = []
+    if ok and os.path.isfile(path):
+        with open(path, newline="") as file:
+            # an empty cell is a figure not logged at that evaluation (e.g. TD3's obj_actor before its first actor step)
+            records = [{key: float(value) for key, value in line.items() if value != ""} for line in csv.DictReader(file)]
+    if not records:
+        return result
+    hit = next((record for record in records if record["return_mean"] >= target), None)
+    end = hit or records[-1]
+    result.update(status="reached" if hit else "failed", steps=int(end["step"]), seconds=end["seconds"],
+                  best_return=max(r["return_mean"] for r in records), final_return=records[-1]["return_mean"],
+                  evaluations=len(records))
+    return result
+
+
+def seed_jobs(name: str, seed: int, budget: int, work_dir: str) -> list[Job]:
+    """The jobs of one row and seed, in the order they run: the SB3 baseline, then each elegantrl agent."""
+    row = ROWS[name]
+    return [Job(name, library, agent, seed, budget, os.path.join(work_dir, name, f"{library}-{agent}-seed{seed}"))
+            for library, agent in [(SB3, row.sb3_algo)] + [(OURS, agent) for agent in row.agents]]
+
+
+def run_seed(name: str, seed: int, budget: int, work_dir: str) -> list[dict[str, Any]]:
+    """Runs the SB3 job of one row and seed, then each elegantrl agent's, one after another."""
+    row = ROWS[name]
+    results = []
+    for job in seed_jobs(name, seed, budget, work_dir):
+        result = summarise(job, row.target, launch(job))
+        results.append(result)
+        print(f"[{name} seed {seed}] {label(result)}: {result['status']} at {fmt(result['steps'], 0)} env steps, "
+              f"{fmt(result['seconds'])} s, best {fmt(result['best_return'])}", flush=True)
+    return results
+
+
+def run_rows(names: list[str], seeds: list[int], budget: int | None, out: str, work_dir: str, command: str, jobs: int = 1) -> bool:
+    """Runs every (row, seed) of `names`, `jobs` of them at a time; writes each row's report; False on any error.
+
+    A (row, seed) runs its libraries back to back, so a drift in machine speed hits both alike. With
+    ``jobs > 1`` several seeds train at once, each job a single-threaded process on its own core:
+    the machine is busier, but equally so for both libraries, and the report says how many ran at once.
+    """
+    ok = True
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        pending = {name: [pool.submit(run_seed, name, seed, budget or ROWS[name].budget, work_dir) for seed in seeds]
+                   for name in names}
+        for name, futures in pending.items():  # a row's report is written as soon as its own seeds are done
+            results = [result for future in futures for result in future.result()]
+            finish_row(name, budget or ROWS[name].budget, results, out, command, jobs)
+            ok = ok and all(r["status"] != "error" for r in results)
+    return ok
+
+
+def report_rows(names: list[str], seeds: list[int], budget: int | None, out: str, work_dir: str, command: str, jobs: int = 1) -> bool:
+    """Writes each row's report from the finished jobs already in `work_dir`, training nothing.
+
+    For a run that was stopped before its last seed: a seed counts only if every job of it
+    finished (its last evaluation reached the target or the budget), and the report names the
+    seeds left out. Returns False if a row has no finished seed.
+    """
+    ok = True
+    for name in names:
+        row, row_budget = ROWS[name], budget or ROWS[name].budget
+        results, missing = [], []
+        for seed in seeds:
+            summaries = [summarise(job, row.target, True) for job in seed_jobs(name, seed, row_budget, work_dir)]
+            if all(r["status"] == "reached" or r["steps"] >= row_budget for r in summaries):
+                results += summaries
+            else:
+                missing.append(seed)
+        if not results:
+            print(f"{name}: no seed has finished all its jobs in {work_dir}", file=sys.stderr)
+            ok = False
+            continue
+        note = f"Rebuilt from the finished jobs' run folders; seeds {missing} had not finished and are left out." if missing else ""
+        finish_row(name, row_budget, results, out, command, jobs, note)
+    return ok
