@@ -16,7 +16,7 @@ import numpy as np
 import stable_baselines3
 import torch
 
-from benchmarks.rows import HERE, ROWS, SB3, Row
+from benchmarks.rows import HERE, ROWS, SB3, TARGET_HOLD, Row
 
 
 def add_ratios(results: list[dict[str, Any]]) -> None:
@@ -64,6 +64,13 @@ def ratio_of_medians(ours: list[float], base: list[float], resamples: int = 10_0
     return statistics.median(ours) / statistics.median(base), float(low), float(high)
 
 
+def interquartile_mean(values: list[float]) -> float:
+    """The mean of the middle half of the non-nan values (a quarter cut from each end, rounded down)."""
+    finite = sorted(v for v in values if not math.isnan(v))
+    cut = len(finite) // 4
+    return statistics.mean(finite[cut:len(finite) - cut]) if finite else math.nan
+
+
 def interval_cell(ratio: tuple[float, float, float]) -> str:
     """A ratio-of-medians cell, e.g. "0.35 [0.21, 0.60]"."""
     value, low, high = ratio
@@ -73,13 +80,19 @@ def interval_cell(ratio: tuple[float, float, float]) -> str:
 def tables(results: list[dict[str, Any]]) -> str:
     """The summary table (medians over seeds, ratios of medians) and the per-seed table, in markdown."""
     medians = [("steps", 0), ("seconds", 1), ("best_return", 1), ("final_return", 1)]
-    summary = ["| run | success | env steps to target | wall s to target | best return | final return "
-               "| steps ratio ours/SB3 [90% CI] | time ratio ours/SB3 [90% CI] |", "|---|---|---|---|---|---|---|---|"]
+    summary = ["| run | success | env steps to target | wall s to target | best return | final return (median, IQM) "
+               "| evaluations after the hit at or above the target | runs that fell below half the target "
+               "| steps ratio ours/SB3 [90% CI] | time ratio ours/SB3 [90% CI] |", "|---|---|---|---|---|---|---|---|---|---|"]
     baseline = [r for r in results if r["library"] == SB3]
     for name in dict.fromkeys(label(r) for r in results):  # in order of first appearance
         runs = [r for r in results if label(r) == name]
         successes = sum(r["status"] == "reached" for r in runs)
         cells = [fmt(median([r[key] for r in runs]), digits) for key, digits in medians]
+        cells[-1] += f", {fmt(interquartile_mean([r['final_return'] for r in runs]))}"
+        later = sum(r.get("later_evaluations", 0) for r in runs)
+        held = sum(r.get("later_held", 0) for r in runs)
+        cells.append(f"{held / later:.0%} ({held}/{later})" if later else "–")
+        cells.append(f"{sum(r.get('fell', 0) for r in runs)}/{successes}")
         for key in ("steps", "seconds"):
             ours = runs[0]["library"] != SB3
             cells.append(interval_cell(ratio_of_medians([r[key] for r in runs], [r[key] for r in baseline])) if ours else "–")
@@ -93,7 +106,9 @@ def tables(results: list[dict[str, Any]]) -> str:
     return ("Medians over seeds; each ratio is the ratio of the two medians, with a 90% bootstrap interval (each "
             "side's seeds resampled on their own). A run that never reaches the target counts at the full budget, "
             "so a ratio with a failed run of ours is a lower bound and one with a failed run of SB3's an upper "
-            "bound (read them with the success column).\n\n"
+            "bound (read them with the success column). A run that reaches it trains on to "
+            f"{TARGET_HOLD:g}× that env step; the final return is its last evaluation, and the stability columns count "
+            "the evaluations after the first hit (pooled over the runs) and the runs with one below target - |target| / 2.\n\n"
             + "\n".join(summary) + "\n\nPer seed (ratios are ours / SB3 on the same seed, for reference only):\n\n"
             + "\n".join(per_seed) + "\n")
 
@@ -145,7 +160,8 @@ def write_report(name: str, row: Row, budget: int, results: list[dict[str, Any]]
             f"- Date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}\n"
             f"- Machine: {machine()}\n"
             f"- Evaluation: {row.eval_episodes} deterministic episodes every {row.eval_gap:,d} env steps on a separate env "
-            f"(episode seeds from default_rng(seed + 1)); wall time excludes evaluation; one torch thread per job; "
+            f"(episode seeds from elegantrl.run.evaluation_seeds, the same for both); wall time excludes evaluation; "
+            f"a run trains on to {TARGET_HOLD:g}× the env step of its first hit; one torch thread per job; "
             f"{'one job at a time' if jobs == 1 else f'{jobs} jobs at a time, one per core'}.\n"
             f"- SB3 {row.sb3_algo} (rl-baselines3-zoo): {hyperparams}{'; ' + row.sb3_note if row.sb3_note else ''}\n"
             f"- elegantrl: each agent's built-in settings ({built_in_settings(row)})"

@@ -10,6 +10,7 @@ from stable_baselines3.common.utils import LinearSchedule
 
 HERE = os.path.dirname(os.path.abspath(__file__))  # benchmarks/
 ROOT = os.path.dirname(HERE)  # the repository, which holds the benchmarks package
+TARGET_HOLD = 2.0  # a run trains on to this multiple of the env steps of its first hit, to see whether the return holds
 SB3 = "sb3"
 OURS = "elegantrl"
 

@@ -23,7 +23,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.noise import NormalActionNoise
 
 from benchmarks.report import finish_row, fmt, label
-from benchmarks.rows import OURS, ROOT, ROWS, SB3, Row
+from benchmarks.rows import OURS, ROOT, ROWS, SB3, TARGET_HOLD, Row
 
 # ---- one training job (runs in its own interpreter) ------------------------------------------
 
@@ -41,19 +41,21 @@ class Job:
 
 
 class TargetCallback(BaseCallback):
-    """Evaluates an SB3 model the way elegantrl's Evaluator does, and stops at the target.
+    """Evaluates an SB3 model the way elegantrl's Evaluator does, and stops where elegantrl's `target_hold` stops.
 
     Every `eval_gap` env steps it pauses the clock, plays `episodes` deterministic episodes on its
-    own env, resumes the clock, and records (step, training seconds, mean, std). Training stops
-    (``_on_step`` returns False) at the first evaluation whose mean reaches `target`, or at `budget`.
+    own env, resumes the clock, and records (step, training seconds, mean, std). Once an evaluation's
+    mean has reached `target` at env step h, training goes on to the first env step at or past
+    ``hold × h``, is evaluated there, and stops (``_on_step`` returns False); or at `budget`.
     """
 
-    def __init__(self, env_id: str, target: float, budget: int, eval_gap: int, episodes: int, seed: int):
+    def __init__(self, env_id: str, target: float, budget: int, eval_gap: int, episodes: int, seed: int, hold: float = TARGET_HOLD):
         """Builds the evaluation env and the episode-seed generator."""
         super().__init__()
         self.eval_env = gym.make(env_id)
         self.target, self.budget, self.eval_gap, self.episodes = target, budget, eval_gap, episodes
-        self.seed = seed
+        self.seed, self.hold = seed, hold
+        self.hit_step: int | None = None
         self.next_eval_step = eval_gap
         self.records: list[dict[str, float]] = []
         self.start_time = self.eval_seconds = 0.0
@@ -74,9 +76,9 @@ class TargetCallback(BaseCallback):
         return total
 
     def _on_step(self) -> bool:
-        """Evaluates on the cadence (or at the budget); returns False to stop training."""
+        """Evaluates on the cadence (or at the budget, or at the hold's end); returns False to stop training."""
         at_budget = self.num_timesteps >= self.budget
-        if self.num_timesteps < self.next_eval_step and not at_budget:
+        if self.num_timesteps < self.next_eval_step and not at_budget and not self._held():
             return True
         # A fixed cadence in env steps that stays on multiples of eval_gap with vectorised envs.
         self.next_eval_step = (self.num_timesteps // self.eval_gap + 1) * self.eval_gap
@@ -88,7 +90,12 @@ class TargetCallback(BaseCallback):
         seconds = time.perf_counter() - self.start_time - self.eval_seconds
         mean = float(np.mean(returns))
         self.records.append(dict(step=self.num_timesteps, seconds=seconds, return_mean=mean, return_std=float(np.std(returns))))
-        return mean < self.target and not at_budget
+        if mean >= self.target and self.hit_step is None:
+            self.hit_step = self.num_timesteps
+        return not (at_budget or self._held())
+
+    def _held(self) -> bool:
+        return self.hit_step is not None and self.num_timesteps >= self.hold * self.hit_step
 
 
 def sb3_class(name: str) -> type:
@@ -110,7 +117,7 @@ def train_sb3(job: Job, row: Row) -> None:
         sigma = hyperparams.pop("noise_std") * np.ones(env.action_space.shape)
         hyperparams["action_noise"] = NormalActionNoise(mean=np.zeros(env.action_space.shape), sigma=sigma)
     model = sb3_class(row.sb3_algo)(env=env, seed=job.seed, device="cpu", verbose=0, **hyperparams)
-    callback = TargetCallback(row.env_id, row.target, job.budget, row.eval_gap, row.eval_episodes, job.seed)
+    callback = TargetCallback(row.env_id, row.target, job.budget, row.eval_gap, row.eval_episodes, job.seed, TARGET_HOLD)
     model.learn(total_timesteps=job.budget, callback=callback)
     with open(os.path.join(job.folder, "recorder.csv"), "w", newline="") as file:
         writer = csv.DictWriter(file, fieldnames=list(callback.records[0]))
@@ -128,7 +135,7 @@ def train_elegantrl(job: Job, row: Row) -> None:
         agent=getattr(agent_module, job.agent)(**row.agent_kwargs), env=PreprocessEnv(row.env_id), random_seed=job.seed,
         cwd=job.folder, if_remove=True, device="cpu", num_threads=1, if_print=False,
         eval_times1=row.eval_episodes, eval_times2=0,  # no confirmation episodes: SB3 gets none either
-        eval_gap=row.eval_gap, break_step=job.budget, target_return=row.target, **row.elegantrl_args,
+        eval_gap=row.eval_gap, break_step=job.budget, target_return=row.target, target_hold=TARGET_HOLD, **row.elegantrl_args,
     )
     train_and_evaluate(args)
 
@@ -155,13 +162,17 @@ def launch(job: Job) -> bool:
 
 
 def summarise(job: Job, target: float, ok: bool) -> dict[str, Any]:
-    """One result line from the job's ``recorder.csv``: status, steps and seconds to target, returns.
+    """One result line from the job's ``recorder.csv``: status, steps and seconds to target, returns, stability.
 
     A run that never reaches the target counts at its full budget: the step and training seconds
-    of its last evaluation (taken at the budget). A job that crashed has status "error".
+    of its last evaluation (taken at the budget). A job that crashed has status "error". Stability
+    is read from the evaluations after the first hit (the run trains on to `TARGET_HOLD` times its
+    step): how many there were, how many stayed at or above the target, and whether one fell below
+    half of it (``target - |target| / 2``: 237.5 for CartPole's 475, -300 for Pendulum's -200).
     """
     result: dict[str, Any] = dict(library=job.library, agent=job.agent, seed=job.seed, status="error", steps=math.nan,
-                                  seconds=math.nan, best_return=math.nan, final_return=math.nan, evaluations=0)
+                                  seconds=math.nan, best_return=math.nan, final_return=math.nan, evaluations=0,
+                                  later_evaluations=0, later_held=0, fell=0)
     path = os.path.join(job.folder, "recorder.csv")
     records = []
     if ok and os.path.isfile(path):
@@ -175,6 +186,10 @@ def summarise(job: Job, target: float, ok: bool) -> dict[str, Any]:
     result.update(status="reached" if hit else "failed", steps=int(end["step"]), seconds=end["seconds"],
                   best_return=max(r["return_mean"] for r in records), final_return=records[-1]["return_mean"],
                   evaluations=len(records))
+    if hit:
+        later = [r["return_mean"] for r in records if r["step"] > hit["step"]]
+        result.update(later_evaluations=len(later), later_held=sum(value >= target for value in later),
+                      fell=int(any(value < target - abs(target) / 2 for value in later)))
     return result
 
 

@@ -68,6 +68,7 @@ from elegantrl.run import (
     say_stopped,
     signal_handlers,
     starting_in_new_folder,
+    stops_at_target,
     store_and_update,
     torch_threads,
     write_config,
@@ -538,7 +539,8 @@ class Learner:
         self.startup_seconds: float | None = None  # set once every process has started
         self.next_eval_step = (agent.total_steps // args.eval_gap + 1) * args.eval_gap
         self.buffer = agent.make_buffer(args.max_memo)
-        self.reached = False
+        self.hit_step: int | None = None  # where rank 0's Evaluator first saw the target
+        self.stopping = False  # the target was reached and held long enough (`stops_at_target`), for every rank
         self.logs: dict[str, float] = {}  # the newest update's figures
         self.last_snapshot: tuple[int, int] | None = None  # (version, step) of the newest hand-off
 
@@ -572,7 +574,8 @@ class Learner:
     def run(self) -> None:
         """Trains until the budget is spent or the target is reached (`if_allow_break`), then evaluates the final policy."""
         self.run_rounds()
-        if not (self.reached and self.args.if_allow_break) and (self.group is None or self.group.is_main):
+        # at the target itself the Evaluator has recorded the hit; past the target's hold, the policy it ended with
+        if not (self.stopping and self.args.target_hold == 1) and (self.group is None or self.group.is_main):
             self._final_evaluation()
 
     def run_rounds(self) -> None:
@@ -582,7 +585,7 @@ class Learner:
     def _run_lockstep(self) -> None:
         args, agent = self.args, self.agent
         width, is_first = args.rollout_num * args.num_envs * self.world_size, True
-        while not (self.reached and args.if_allow_break):
+        while not self.stopping:
             horizon, if_random, if_update = round_plan(args, agent.total_steps, width, is_first)
             if horizon == 0:
                 return
@@ -603,7 +606,7 @@ class Learner:
             nonlocal committed
             width = args.rollout_num * args.num_envs if is_first else args.num_envs
             horizon, if_random, if_update = round_plan(args, committed, width, is_first)
-            if horizon and not (self.reached and args.if_allow_break):
+            if horizon and not self.stopping:
                 self.processes.commands[index].put((slot_index, horizon, if_random, committed))
                 committed += horizon * args.num_envs
                 pending[(index, slot_index)] = if_update
@@ -637,8 +640,9 @@ class Learner:
         self.logs = logs or self.logs
         self.weights.publish(agent.actor)
         self._read_results()
-        if self.group is not None:  # rank 0's Evaluator says when the target is reached, for all
-            self.reached = self.group.agree(self.reached)
+        self.stopping = stops_at_target(args, self.hit_step, agent.total_steps)
+        if self.group is not None:  # rank 0's Evaluator says when the run stops at the target, for all
+            self.stopping = self.group.agree(self.stopping)
             if self.group.rank:
                 return
         if if_update and agent.total_steps >= self.next_eval_step:
@@ -654,9 +658,9 @@ class Learner:
     def _read_results(self) -> None:
         while (message := self.processes.receive(self.processes.results, block=False)) is not None:
             _, _, step, reached, _ = message
-            if reached and not self.reached:
-                self.reached = True
-                if self.args.if_print:
+            if reached and self.hit_step is None:
+                self.hit_step = step
+                if self.args.if_print and self.args.if_allow_break:
                     print(f"reached the target return {self.args.target_return:g} at env step {step:,d}", flush=True)
 
     def _final_evaluation(self) -> None:

@@ -90,6 +90,8 @@ class Arguments:
 
     break_step: int = _arg(2**20, "stop after this many env steps", int)
     if_allow_break: bool = _arg(True, "stop as soon as an evaluation reaches the env's target return", bool)
+    target_hold: float = _arg(1.0, "with if_allow_break, stop at the first env step at least this multiple of the step where the "
+                                   "target was first reached: 1 stops at once, 2 trains as long again to see whether the return holds", float)
     target_return: float | None = _arg(None, "the return that counts as solved; by default the env's", float)
     eval_gap: int | None = _arg(None, "env steps between evaluations", int)
     eval_times1: int = _arg(4, "episodes per evaluation", int)
@@ -264,6 +266,8 @@ class Arguments:
         if self.if_on_policy and self.warmup_steps:
             raise ValueError(f"warmup_steps={self.warmup_steps}, but {type(self.agent).__name__} learns on-policy, only from "
                              f"rollouts of its own policy: random warm-up steps would be thrown away. Set warmup_steps=0")
+        if not self.target_hold >= 1.0:
+            raise ValueError(f"Arguments.target_hold must be 1 or more (a multiple of the env step of the first hit), got {self.target_hold}")
         if not 0.0 < self.gamma <= 1.0:
             raise ValueError(f"Arguments.gamma must be in (0, 1], got {self.gamma}")
         if self.soft_update_tau is not None and not 0.0 < self.soft_update_tau <= 1.0:
@@ -825,6 +829,12 @@ def load_best_actor(args: Arguments, agent: AgentBase, best_return: float) -> Ag
     return agent
 
 
+def stops_at_target(args: Arguments, hit_step: int | None, total_steps: int) -> bool:
+    """Whether a run whose evaluation first reached the target at env step `hit_step` (None: not yet)
+    stops at `total_steps`: with ``if_allow_break``, once it is ``target_hold`` times as far."""
+    return args.if_allow_break and hit_step is not None and total_steps >= args.target_hold * hit_step
+
+
 def train_in_rounds(args: Arguments, explore_env: Any, buffer: Any, evaluator: Evaluator | None,
                     group: LearnerGroup | None = None) -> None:
     """The loop of `train_and_evaluate`: explore → store → update rounds, a checkpoint and an evaluation every
@@ -832,11 +842,12 @@ def train_in_rounds(args: Arguments, explore_env: Any, buffer: Any, evaluator: E
 
     With several learners (`group`), every rank runs this loop on its own envs, the rounds count the
     env steps of all ranks, and rank 0 (the only one with an `evaluator`) says when the target is reached."""
-    agent, logs, is_first = args.agent, {}, True
+    agent, logs, is_first, hit_step = args.agent, {}, True, None
     width = args.num_envs * (group.world_size if group else 1)
     while True:
         horizon, if_random, if_update = round_plan(args, agent.total_steps, width, is_first)
-        if horizon == 0:  # break_step reached: the final policy is evaluated too, even between two evaluations
+        if horizon == 0 or stops_at_target(args, hit_step, agent.total_steps):
+            # the final policy is evaluated too, even between two evaluations (at the budget, or past the target's hold)
             if evaluator is not None and (not evaluator.records or evaluator.records[-1]["step"] != agent.total_steps):
                 evaluator.evaluate_and_save(agent, agent.total_steps, logs, if_force=True)
             return
@@ -851,10 +862,11 @@ def train_in_rounds(args: Arguments, explore_env: Any, buffer: Any, evaluator: E
             reached = evaluator.evaluate_and_save(agent, agent.total_steps, logs)
         if group is not None:  # every round, so that the ranks' collectives stay in step
             reached = group.agree(reached)
-        if reached and args.if_allow_break:
-            if args.if_print:
-                print(f"reached the target return {args.target_return:g} at env step {agent.total_steps:,d}")
-            return
+        if reached and hit_step is None:
+            hit_step = agent.total_steps  # every rank's: the rounds count the steps of all ranks alike
+            if args.if_print and args.if_allow_break:
+                hold = f"; training on to env step {math.ceil(args.target_hold * hit_step):,d}" if args.target_hold > 1 else ""
+                print(f"reached the target return {args.target_return:g} at env step {hit_step:,d}{hold}")
 
 
 def train_and_evaluate(args: Arguments) -> AgentBase:

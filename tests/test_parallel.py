@@ -122,6 +122,16 @@ def test_an_on_policy_agent_learns_with_two_workers(tmp_path):
     assert max(float(row["return_mean"]) for row in read_record(args.cwd)) >= 195.0
 
 
+@pytest.mark.timeout(180)
+def test_target_hold_with_workers_trains_on_past_the_first_hit(tmp_path):
+    args = Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path), target_return=60.0, target_hold=2.0, break_step=30_000,
+                     random_seed=0, if_print=False, rollout_num=2, eval_gap=500, eval_times1=2, eval_times2=0)
+    agent = train_and_evaluate_mp(args)
+    rows = read_record(args.cwd)
+    hit = next(int(row["step"]) for row in rows if float(row["best_return"]) >= 60.0)
+    assert 2 * hit <= int(rows[-1]["step"]) == agent.total_steps < 30_000  # the final policy evaluated where it stopped
+
+
 @pytest.mark.timeout(120)
 def test_an_asynchronous_off_policy_run_learns_and_keeps_the_budget(tmp_path):
     args = Arguments(agent=AgentSAC(), env="Pendulum-v1", cwd=str(tmp_path), net_dim=64, break_step=5_000, random_seed=0,

@@ -45,6 +45,7 @@ def test_agent_class_is_accepted_and_defaults_are_filled(tmp_path):
         (dict(batch_size=0), ValueError, "batch_size must be positive"),
         (dict(learning_rate=-1e-3), ValueError, "learning_rate must be positive"),
         (dict(gamma=1.5), ValueError, "gamma"),
+        (dict(target_hold=0.5), ValueError, "target_hold"),
         (dict(batch_size=512, max_memo=256), ValueError, "exceeds max_memo"),
         (dict(if_on_policy=True), ValueError, "off-policy"),
         (dict(env="Pendulum-v1"), ValueError, "needs a discrete action space.*Pendulum-v1 has Box"),
@@ -351,3 +352,15 @@ def test_one_seed_gives_one_record_with_a_vector_of_envs(tmp_path):
         return [{k: v for k, v in row.items() if k != "seconds"} for row in read_record(args.cwd)]
 
     assert record("a") == record("b")
+
+
+def test_target_hold_trains_on_past_the_first_hit_and_evaluates_where_it_stops(tmp_path):
+    args = Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path / "run"), target_return=60.0, target_hold=2.0,
+                     break_step=20_000, eval_gap=500, eval_times1=2, eval_times2=0, if_print=False)
+    train_and_evaluate(args)
+    rows = read_record(args.cwd)
+    hit = next(int(row["step"]) for row in rows if float(row["best_return"]) >= 60.0)
+    last = int(rows[-1]["step"])
+    assert 2 * hit <= last <= 2 * hit + args.target_step  # stopped in the first round past twice the hit, not at the budget
+    assert sum(int(row["step"]) > hit for row in rows) >= 2  # evaluations after the hit, the last one where it stopped
+
