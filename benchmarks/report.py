@@ -142,14 +142,57 @@ def built_in_settings(row: Row) -> str:
     return "; ".join(notes)
 
 
+def plot_curves(name: str, row: Row, results: list[dict[str, Any]], curves: dict[tuple, list[tuple]], path: str) -> None:
+    """Both libraries' learning curves on one axis: the median over seeds and the interquartile band.
+
+    A run's return between evaluations is its last evaluation's, and after its end (at the target's
+    hold, or the budget) it stays at its final one, so that every seed counts at every step.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7, 4))
+    FigureCanvasAgg(figure)
+    axis = figure.add_subplot()
+    end = max((point[0] for curve in curves.values() for point in curve), default=0)
+    grid = np.linspace(0, end, 200)
+    for run_name in dict.fromkeys(label(r) for r in results):
+        keys = [(r["library"], r["agent"], r["seed"]) for r in results if label(r) == run_name and curves.get((r["library"], r["agent"], r["seed"]))]
+        if not keys:
+            continue
+        values = np.array([step_values(curves[key], grid) for key in keys])
+        low, middle, high = np.nanpercentile(values, [25, 50, 75], axis=0)
+        axis.plot(grid, middle, label=f"{run_name} ({len(keys)} seeds)")
+        axis.fill_between(grid, low, high, alpha=0.2)
+    axis.axhline(row.target, color="gray", linestyle="--", linewidth=1, label=f"target {row.target:g}")
+    axis.set(xlabel="env steps", ylabel="evaluation return (median, IQR)", title=f"{name}: {row.env_id}")
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+
+
+def step_values(curve: list[tuple], grid: np.ndarray) -> np.ndarray:
+    """The curve's return at each grid step: the last evaluation at or before it (nan before the first)."""
+    steps = np.array([point[0] for point in curve])
+    returns = np.array([point[2] for point in curve])
+    index = np.searchsorted(steps, grid, side="right") - 1
+    return np.where(index >= 0, returns[np.clip(index, 0, None)], np.nan)
+
+
 def write_report(name: str, row: Row, budget: int, results: list[dict[str, Any]], out: str, command: str, jobs: int = 1,
                  note: str = "") -> str:
     """Writes ``out/<row>.csv`` (one line per run) and ``out/<row>.md``, with `note` under the command; returns the tables."""
     os.makedirs(out, exist_ok=True)
+    curves = {(r["library"], r["agent"], r["seed"]): r.pop("curve", []) for r in results}
     with open(os.path.join(out, f"{name}.csv"), "w", newline="") as file:
         writer = csv.DictWriter(file, fieldnames=["row", "env_id", "target", "budget", *results[0]])
         writer.writeheader()
         writer.writerows({"row": name, "env_id": row.env_id, "target": row.target, "budget": budget, **r} for r in results)
+    with open(os.path.join(out, f"{name}-curves.csv"), "w", newline="") as file:  # every evaluation of every run: the raw data
+        writer = csv.writer(file)
+        writer.writerow(["library", "agent", "seed", "step", "seconds", "return_mean"])
+        writer.writerows([*key, *point] for key, curve in curves.items() for point in curve)
+    plot_curves(name, row, results, curves, os.path.join(out, f"{name}.png"))
     body = tables(results)
     hyperparams = ", ".join(f"{k}={v}" for k, v in row.sb3_hyperparams(budget).items())
     with open(os.path.join(out, f"{name}.md"), "w") as file:

@@ -186,6 +186,7 @@ def summarise(job: Job, target: float, ok: bool) -> dict[str, Any]:
     result.update(status="reached" if hit else "failed", steps=int(end["step"]), seconds=end["seconds"],
                   best_return=max(r["return_mean"] for r in records), final_return=records[-1]["return_mean"],
                   evaluations=len(records))
+    result["curve"] = [(int(r["step"]), r["seconds"], r["return_mean"]) for r in records]  # for <row>-curves.csv and the plot
     if hit:
         later = [r["return_mean"] for r in records if r["step"] > hit["step"]]
         result.update(later_evaluations=len(later), later_held=sum(value >= target for value in later),
