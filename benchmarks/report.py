@@ -194,10 +194,12 @@ def write_report(name: str, row: Row, budget: int, results: list[dict[str, Any]]
         writer.writerows([*key, *point] for key, curve in curves.items() for point in curve)
     plot_curves(name, row, results, curves, os.path.join(out, f"{name}.png"))
     body = tables(results)
-    hyperparams = ", ".join(f"{k}={v}" for k, v in row.sb3_hyperparams(budget).items())
+    sb3_budget = min(budget, row.sb3_budget or budget)
+    hyperparams = ", ".join(f"{k}={v}" for k, v in row.sb3_hyperparams(sb3_budget).items())
     with open(os.path.join(out, f"{name}.md"), "w") as file:
         file.write(
-            f"# {name}: {row.env_id}, target {row.target:g}, budget {budget:,d} env steps\n\n"
+            f"# {name}: {row.env_id}, target {row.target:g}, budget {budget:,d} env steps"
+            f"{f' (SB3: {sb3_budget:,d})' if sb3_budget < budget else ''}\n\n"
             f"- Command: `{command}`\n"
             + (f"- Note: {note}\n" if note else "") +
             f"- Date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}\n"

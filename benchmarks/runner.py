@@ -197,7 +197,9 @@ def summarise(job: Job, target: float, ok: bool) -> dict[str, Any]:
 def seed_jobs(name: str, seed: int, budget: int, work_dir: str) -> list[Job]:
     """The jobs of one row and seed, in the order they run: the SB3 baseline, then each elegantrl agent."""
     row = ROWS[name]
-    return [Job(name, library, agent, seed, budget, os.path.join(work_dir, name, f"{library}-{agent}-seed{seed}"))
+    sb3_budget = min(budget, row.sb3_budget or budget)
+    return [Job(name, library, agent, seed, sb3_budget if library == SB3 else budget,
+                os.path.join(work_dir, name, f"{library}-{agent}-seed{seed}"))
             for library, agent in [(SB3, row.sb3_algo)] + [(OURS, agent) for agent in row.agents]]
 
 
@@ -243,8 +245,9 @@ def report_rows(names: list[str], seeds: list[int], budget: int | None, out: str
         row, row_budget = ROWS[name], budget or ROWS[name].budget
         results, missing = [], []
         for seed in seeds:
-            summaries = [summarise(job, row.target, True) for job in seed_jobs(name, seed, row_budget, work_dir)]
-            if all(r["status"] == "reached" or r["steps"] >= row_budget for r in summaries):
+            seed_summaries = [(job, summarise(job, row.target, True)) for job in seed_jobs(name, seed, row_budget, work_dir)]
+            summaries = [summary for _, summary in seed_summaries]
+            if all(r["status"] == "reached" or r["steps"] >= job.budget for job, r in seed_summaries):
                 results += summaries
             else:
                 missing.append(seed)
