@@ -5,8 +5,8 @@ the rl-baselines3-zoo hyperparameters; sb3-contrib's where SB3 lacks the algorit
 elegantrl agents to compare with it. For every seed the SB3 job runs first, then each elegantrl
 agent, each job in a fresh interpreter (`runner`), one at a time. Both libraries are evaluated the
 same way: every `eval_gap` env steps the deterministic policy plays `eval_episodes` episodes on a
-separate env with the same episode seeds, with the clock paused; a run stops at the first
-evaluation whose mean return reaches the target. `report` turns the jobs into ratios of medians
+separate env with the same episode seeds, with the clock paused; a run that reaches the target
+trains on to twice that env step (`rows.TARGET_HOLD`), to see whether the return holds. `report` turns the jobs into ratios of medians
 with bootstrap intervals; `throughput` measures updates and env steps per second against plain
 loops.
 

@@ -81,7 +81,7 @@ def tables(results: list[dict[str, Any]]) -> str:
     """The summary table (medians over seeds, ratios of medians) and the per-seed table, in markdown."""
     medians = [("steps", 0), ("seconds", 1), ("best_return", 1), ("final_return", 1)]
     summary = ["| run | success | env steps to target | wall s to target | best return | final return (median, IQM) "
-               "| evaluations after the hit at or above the target | runs that fell below half the target "
+               "| evaluations after the hit at or above the target | runs that fell below target - abs(target) / 2 "
                "| steps ratio ours/SB3 [90% CI] | time ratio ours/SB3 [90% CI] |", "|---|---|---|---|---|---|---|---|---|---|"]
     baseline = [r for r in results if r["library"] == SB3]
     for name in dict.fromkeys(label(r) for r in results):  # in order of first appearance
@@ -92,7 +92,7 @@ def tables(results: list[dict[str, Any]]) -> str:
         later = sum(r.get("later_evaluations", 0) for r in runs)
         held = sum(r.get("later_held", 0) for r in runs)
         cells.append(f"{held / later:.0%} ({held}/{later})" if later else "–")
-        cells.append(f"{sum(r.get('fell', 0) for r in runs)}/{successes}")
+        cells.append(f"{sum(r.get('fell', 0) for r in runs)}/{successes}" if later else "–")
         for key in ("steps", "seconds"):
             ours = runs[0]["library"] != SB3
             cells.append(interval_cell(ratio_of_medians([r[key] for r in runs], [r[key] for r in baseline])) if ours else "–")
@@ -106,8 +106,8 @@ def tables(results: list[dict[str, Any]]) -> str:
     return ("Medians over seeds; each ratio is the ratio of the two medians, with a 90% bootstrap interval (each "
             "side's seeds resampled on their own). A run that never reaches the target counts at the full budget, "
             "so a ratio with a failed run of ours is a lower bound and one with a failed run of SB3's an upper "
-            "bound (read them with the success column). A run that reaches it trains on to "
-            f"{TARGET_HOLD:g}× that env step; the final return is its last evaluation, and the stability columns count "
+            "bound (read them with the success column); a row's note says where SB3's budget is smaller. A run that reaches it trains on to "
+            f"{TARGET_HOLD:g}× that env step (or its budget, if sooner); the final return is its last evaluation, and the stability columns count "
             "the evaluations after the first hit (pooled over the runs) and the runs with one below target - |target| / 2.\n\n"
             + "\n".join(summary) + "\n\nPer seed (ratios are ours / SB3 on the same seed, for reference only):\n\n"
             + "\n".join(per_seed) + "\n")

@@ -172,7 +172,7 @@ def summarise(job: Job, target: float, ok: bool) -> dict[str, Any]:
     """
     result: dict[str, Any] = dict(library=job.library, agent=job.agent, seed=job.seed, status="error", steps=math.nan,
                                   seconds=math.nan, best_return=math.nan, final_return=math.nan, evaluations=0,
-                                  later_evaluations=0, later_held=0, fell=0)
+                                  later_evaluations=0, later_held=0, fell=0, finished=0, curve=[])
     path = os.path.join(job.folder, "recorder.csv")
     records = []
     if ok and os.path.isfile(path):
@@ -187,6 +187,9 @@ def summarise(job: Job, target: float, ok: bool) -> dict[str, Any]:
                   best_return=max(r["return_mean"] for r in records), final_return=records[-1]["return_mean"],
                   evaluations=len(records))
     result["curve"] = [(int(r["step"]), r["seconds"], r["return_mean"]) for r in records]  # for <row>-curves.csv and the plot
+    # finished: at the budget, or past the target's hold (a job stopped during its hold is not)
+    hold_end = math.ceil(TARGET_HOLD * hit["step"]) if hit else job.budget
+    result["finished"] = int(records[-1]["step"] >= min(job.budget, hold_end))
     if hit:
         later = [r["return_mean"] for r in records if r["step"] > hit["step"]]
         result.update(later_evaluations=len(later), later_held=sum(value >= target for value in later),
@@ -247,7 +250,7 @@ def report_rows(names: list[str], seeds: list[int], budget: int | None, out: str
         for seed in seeds:
             seed_summaries = [(job, summarise(job, row.target, True)) for job in seed_jobs(name, seed, row_budget, work_dir)]
             summaries = [summary for _, summary in seed_summaries]
-            if all(r["status"] == "reached" or r["steps"] >= job.budget for job, r in seed_summaries):
+            if all(r["finished"] for _, r in seed_summaries):
                 results += summaries
             else:
                 missing.append(seed)

@@ -195,7 +195,7 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
         "(tanh-squashed Gaussian), two independent critic MLPs [state + action, net_dim, net_dim, 1] with targets, learned log-alpha, "
         "SmoothL1 critic losses, one critic, temperature and actor step per update.\n"
         f"- elegantrl: `AgentSAC.update_net(buffer, new_steps)` on an `elegantrl.replay.ReplayBuffer`, {steps} gradient steps per call. "
-        f"Plain PyTorch: `PlainSAC.update()` in benchmark.py, {steps} calls in a loop, batches from preallocated tensors.\n"
+        f"Plain PyTorch: `PlainSAC.update()` in benchmarks/throughput.py, {steps} calls in a loop, batches from preallocated tensors.\n"
         f"- Timing: per net_dim a 20-step warm-up of each, then {repeats} repeats interleaved (elegantrl, plain, elegantrl, ...); "
         "medians over repeats; the ratio is of the medians; the per-pair ratios compare neighbouring timings "
         "(median and interquartile range).\n\n"

@@ -31,13 +31,13 @@ from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTOCOL_FIELDS = {"random_seed", "cwd", "if_remove", "device", "num_threads", "if_print", "eval_times1", "eval_times2", "eval_gap",
-                   "break_step", "target_return"}  # the same for every candidate, set by `train`
+                   "break_step", "target_return", "target_hold"}  # the same for every candidate, set by `train`
 REPORTED_SEEDS = range(0, 100)  # the benchmark reports seeds 0-4; tuning keeps well away from them
 
 
 def train(agent: str, env_id: str, fields: dict[str, Any], agent_kwargs: dict[str, Any], seed: int, budget: int,
           target: float, eval_gap: int, folder: str) -> None:
-    """One training run, in this process: the same `Arguments` as the benchmark's elegantrl jobs."""
+    """One training run, in this process: the benchmark's elegantrl job, stopping at the target (tuning is time to target)."""
     import torch
 
     from elegantrl import agent as agent_module
@@ -45,7 +45,7 @@ def train(agent: str, env_id: str, fields: dict[str, Any], agent_kwargs: dict[st
 
     torch.set_num_threads(1)
     protocol = dict(random_seed=seed, cwd=folder, if_remove=True, device="cpu", num_threads=1, if_print=False, eval_times1=10,
-                    eval_times2=0, eval_gap=eval_gap, break_step=budget, target_return=target)
+                    eval_times2=0, eval_gap=eval_gap, break_step=budget, target_return=target, target_hold=1.0)
     args = Arguments(agent=getattr(agent_module, agent)(**agent_kwargs), env=env_id, **protocol, **fields)
     train_and_evaluate(args)
 

@@ -23,7 +23,7 @@ The issue's goals: 2 workers deliver at least 1.7× the env steps/s of 1; the le
 one-process wall time on two cores. The reports give the numbers; the sentence on when workers pay
 and when they do not goes in with ``--note`` once all three time-to-target rows are in.
 
-It reuses benchmark.py's report pieces (`machine`, `median`, `ratio_cells`, `summarise`, ...) and rows
+It reuses the benchmarks package's report pieces (`machine`, `median`, `ratio_cells`, `summarise`, ...) and rows
 (env, target, budget and elegantrl settings of ``sac-pendulum``, ``sac-lunarlandercontinuous``,
 ``ppo-lunarlander``).
 """
@@ -284,16 +284,16 @@ ROLLOUT_NUM = 2
 
 @dataclass(frozen=True)
 class TrainerRow:
-    """One time-to-target comparison of the trainers, on the env and settings of a benchmark.py row."""
+    """One time-to-target comparison of the trainers, on the env and settings of a benchmark row (benchmarks/rows.py)."""
 
-    base: str  # the benchmark.py row giving the env, target, budget, eval_episodes, elegantrl_args and agent_kwargs
+    base: str  # the benchmark row (rows.py) giving the env, target, budget, eval_episodes, elegantrl_args and agent_kwargs
     agent: str  # an elegantrl.agent class name
     trainers: tuple[str, ...]  # ONE_PROCESS first: the others' ratios are to it
     eval_gap: int | None = None  # None: the base row's
 
     @property
     def row(self) -> Row:
-        """The benchmark.py row this one shares its settings with."""
+        """The benchmark row this one shares its settings with."""
         return ROWS[self.base]
 
     @property
@@ -346,7 +346,7 @@ def launch_job(job: Job) -> None:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
            "PYTHONPATH": os.pathsep.join([HERE, *filter(None, [os.environ.get("PYTHONPATH")])])}
     # `python -c`, not this script: spawned workers import the main script again, and this one would also import
-    # Stable-Baselines3 (through benchmark.py) in each of them at start-up, which a user's training script does not
+    # Stable-Baselines3 (through the benchmarks package) in each of them at start-up, which a user's training script does not
     command = [sys.executable, "-c", "import sys, workers; workers.run_job(sys.argv[1])", json.dumps(asdict(job))]
     start = time.perf_counter()
     returncode = subprocess.run(command, env=env).returncode
@@ -355,13 +355,16 @@ def launch_job(job: Job) -> None:
 
 
 def job_result(job: Job, target: float) -> dict[str, Any]:
-    """One result line: benchmark.py's summary of the job's recorder.csv, plus the job's own wall seconds."""
+    """One result line: the benchmark's summary of the job's recorder.csv (without the stability figures and the
+    curve: these runs stop at the target), plus the job's own wall seconds."""
     path = os.path.join(job.folder, "job.json")
     outcome = {"returncode": None, "job_seconds": float("nan")}
     if os.path.isfile(path):
         with open(path) as file:
             outcome = json.load(file)
     result = summarise(job, target, outcome["returncode"] == 0)
+    for key in ("curve", "later_evaluations", "later_held", "fell", "finished"):
+        result.pop(key)
     return {"trainer": result.pop("library"), **result, "job_seconds": outcome["job_seconds"]}
 
 
@@ -459,7 +462,7 @@ def write_trainer_report(name: str, budget: int, results: list[dict[str, Any]], 
             f"lockstep (the default) or `if_async_workers=True`. Same run seeds (workers explore with seeds derived from it, "
             f"so their curves differ from one process's), agent and settings: {trainer_row.agent}"
             f"{'(' + str(row.agent_kwargs) + ')' if row.agent_kwargs else ''} with its own defaults plus the fields of "
-            f"benchmark.py's `{trainer_row.base}` row, and per trainer: {settings}.\n"
+            f"the benchmark's `{trainer_row.base}` row, and per trainer: {settings}.\n"
             f"- Evaluation, the same for all: {row.eval_episodes} deterministic episodes (eval_times1={row.eval_episodes}, "
             f"eval_times2=0) every {trainer_row.gap:,d} env steps on a separate env, episode seeds from "
             "`elegantrl.run.evaluation_seeds(seed, step)`; the run stops at the first evaluation reaching the target. One torch "

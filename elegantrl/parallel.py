@@ -60,6 +60,7 @@ from elegantrl.run import (
     build_agent,
     check_finite,
     curve_title,
+    hold_note,
     kept_sentence,
     load_best_actor,
     raise_terminated,
@@ -570,6 +571,7 @@ class Learner:
             self.clock.start_time = time.perf_counter()  # training time: process start-up is not training
             if args.if_resume:
                 self.clock.resume(agent.total_steps)
+                self.hit_step = self.clock.first_hit_step  # a resumed run's hold counts from its own hit
 
     def run(self) -> None:
         """Trains until the budget is spent or the target is reached (`if_allow_break`), then evaluates the final policy."""
@@ -660,8 +662,9 @@ class Learner:
             _, _, step, reached, _ = message
             if reached and self.hit_step is None:
                 self.hit_step = step
-                if self.args.if_print and self.args.if_allow_break:
-                    print(f"reached the target return {self.args.target_return:g} at env step {step:,d}", flush=True)
+                if self.args.if_print:
+                    print(f"reached the target return {self.args.target_return:g} at env step {step:,d}"
+                          f"{hold_note(self.args, step)}", flush=True)
 
     def _final_evaluation(self) -> None:
         """Evaluates the final policy (if not yet handed off) and waits until the Evaluator has recorded it."""

@@ -464,6 +464,11 @@ class Evaluator:
 
             self.writer = SummaryWriter(os.path.join(cwd, "tensorboard"))
 
+    @property
+    def first_hit_step(self) -> int | None:
+        """The env step of the first evaluation whose best return reached the target (a resumed run's too), or None."""
+        return next((int(r["step"]) for r in self.records if r["best_return"] >= self.target_return), None)
+
     def resume(self, total_steps: int) -> None:
         """Continues the record of an earlier run in the same folder: its curve, best return and clock."""
         if os.path.isfile(self.csv_path):
@@ -835,6 +840,13 @@ def stops_at_target(args: Arguments, hit_step: int | None, total_steps: int) -> 
     return args.if_allow_break and hit_step is not None and total_steps >= args.target_hold * hit_step
 
 
+def hold_note(args: Arguments, hit_step: int) -> str:
+    """How far a run goes on past its first hit, for the line that reports the hit."""
+    if not args.if_allow_break:
+        return ""
+    return f"; training on to env step {math.ceil(args.target_hold * hit_step):,d}" if args.target_hold > 1 else ""
+
+
 def train_in_rounds(args: Arguments, explore_env: Any, buffer: Any, evaluator: Evaluator | None,
                     group: LearnerGroup | None = None) -> None:
     """The loop of `train_and_evaluate`: explore → store → update rounds, a checkpoint and an evaluation every
@@ -842,11 +854,12 @@ def train_in_rounds(args: Arguments, explore_env: Any, buffer: Any, evaluator: E
 
     With several learners (`group`), every rank runs this loop on its own envs, the rounds count the
     env steps of all ranks, and rank 0 (the only one with an `evaluator`) says when the target is reached."""
-    agent, logs, is_first, hit_step = args.agent, {}, True, None
+    agent, logs, is_first, stopping = args.agent, {}, True, False
+    hit_step = evaluator.first_hit_step if evaluator is not None else None  # a resumed run's hold counts from its own hit
     width = args.num_envs * (group.world_size if group else 1)
     while True:
         horizon, if_random, if_update = round_plan(args, agent.total_steps, width, is_first)
-        if horizon == 0 or stops_at_target(args, hit_step, agent.total_steps):
+        if horizon == 0 or stopping:
             # the final policy is evaluated too, even between two evaluations (at the budget, or past the target's hold)
             if evaluator is not None and (not evaluator.records or evaluator.records[-1]["step"] != agent.total_steps):
                 evaluator.evaluate_and_save(agent, agent.total_steps, logs, if_force=True)
@@ -860,13 +873,13 @@ def train_in_rounds(args: Arguments, explore_env: Any, buffer: Any, evaluator: E
         if evaluator is not None and if_update and evaluator.is_due(agent.total_steps):
             agent.save_or_load_agent(args.cwd, if_save=True)  # a checkpoint per evaluation: a kill loses little
             reached = evaluator.evaluate_and_save(agent, agent.total_steps, logs)
-        if group is not None:  # every round, so that the ranks' collectives stay in step
-            reached = group.agree(reached)
         if reached and hit_step is None:
-            hit_step = agent.total_steps  # every rank's: the rounds count the steps of all ranks alike
-            if args.if_print and args.if_allow_break:
-                hold = f"; training on to env step {math.ceil(args.target_hold * hit_step):,d}" if args.target_hold > 1 else ""
-                print(f"reached the target return {args.target_return:g} at env step {hit_step:,d}{hold}")
+            hit_step = agent.total_steps
+            if args.if_print:
+                print(f"reached the target return {args.target_return:g} at env step {hit_step:,d}{hold_note(args, hit_step)}")
+        stopping = stops_at_target(args, hit_step, agent.total_steps)
+        if group is not None:  # rank 0's decision (it alone evaluates), every round so that the collectives stay in step
+            stopping = group.agree(stopping)
 
 
 def train_and_evaluate(args: Arguments) -> AgentBase:

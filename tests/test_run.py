@@ -364,3 +364,13 @@ def test_target_hold_trains_on_past_the_first_hit_and_evaluates_where_it_stops(t
     assert 2 * hit <= last <= 2 * hit + args.target_step  # stopped in the first round past twice the hit, not at the budget
     assert sum(int(row["step"]) > hit for row in rows) >= 2  # evaluations after the hit, the last one where it stopped
 
+
+
+def test_a_resumed_run_counts_its_target_hold_from_its_own_first_hit(tmp_path):
+    run = dict(env="CartPole-v1", cwd=str(tmp_path / "run"), target_return=60.0, break_step=20_000, eval_gap=500, eval_times1=2,
+               eval_times2=0, if_print=False)
+    train_and_evaluate(Arguments(agent=AgentD3QN(), **run))  # stops at its first hit
+    hit = int(read_record(run["cwd"])[-1]["step"])
+    args = Arguments(agent=AgentD3QN(), if_resume=True, target_hold=3.0, **run)
+    train_and_evaluate(args)
+    assert 3 * hit <= int(read_record(args.cwd)[-1]["step"]) <= 3 * hit + args.target_step
