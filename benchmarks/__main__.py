@@ -8,6 +8,7 @@ import os
 import shlex
 import sys
 
+from benchmarks.index import write_index
 from benchmarks.rows import HERE, QUICK_SUITE, ROWS
 from benchmarks.runner import Job, report_rows, run_job, run_rows
 from benchmarks.throughput import THROUGHPUT_ROWS
@@ -30,10 +31,15 @@ def main() -> int:
                         help="(row, seed) pairs trained at once, each job a single-threaded process (default: 1; at most the number of CPUs)")
     parser.add_argument("--report-only", action="store_true",
                         help="train nothing: rewrite the rows' reports from the finished jobs in --work-dir (after a run was stopped)")
+    parser.add_argument("--index", action="store_true",
+                        help="train nothing: rebuild docs/benchmarks.md from the committed results (done after every run into benchmarks/results)")
     parser.add_argument("--job", help=argparse.SUPPRESS)  # internal: the JSON of one Job, run in this process
     options = parser.parse_args()
     if options.job:
         run_job(Job(**json.loads(options.job)))
+        return 0
+    if options.index:
+        print(write_index())
         return 0
     command = "python -m benchmarks " + shlex.join(sys.argv[1:])
     options.rows = options.rows or (list(QUICK_SUITE) if options.suite == "quick" else every_row)
@@ -46,6 +52,8 @@ def main() -> int:
     for name in options.rows:  # timings last, so that no training job runs beside them
         if name in THROUGHPUT_ROWS:
             ok = THROUGHPUT_ROWS[name](options.out, command, options.repeats) and ok
+    if os.path.abspath(options.out) == os.path.join(HERE, "results"):  # not for a smoke test's --out
+        print(f"rebuilt {write_index()}")
     return 0 if ok else 1
 
 
