@@ -108,8 +108,8 @@ class AgentBase:
             if kind is inspect.Parameter.VAR_KEYWORD:
                 agent.given_settings.update(value)
             elif kind is inspect.Parameter.VAR_POSITIONAL:
-                agent.given_settings = None if value else agent.given_settings
                 if value:
+                    agent.given_settings = None
                     break
             else:
                 agent.given_settings[name] = value
