@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+import stable_baselines3
 from stable_baselines3.common.utils import LinearSchedule
 
 HERE = os.path.dirname(os.path.abspath(__file__))  # benchmarks/
@@ -41,6 +43,9 @@ class Row:
     # SB3's own budget where the zoo's schedule ends sooner (its learning rate reaches 0 there, so it can
     # learn no more); a failed SB3 run then counts at this smaller budget, which favours SB3
     sb3_budget: int | None = None
+    # a matched-compute row: both sides run the same widths, batch size, gradient steps per env step and
+    # warm-up (see `matched`), so that its ratio measures the library rather than its settings
+    matched: bool = False
 
 
 def zoo_dqn_cartpole(budget: int) -> dict[str, Any]:
@@ -102,6 +107,30 @@ def zoo_qrdqn_lunarlander(budget: int) -> dict[str, Any]:
     )
 
 
+def zoo_dqn_acrobot_lunarlander(budget: int) -> dict[str, Any]:
+    """SB3 DQN on Acrobot-v1 or LunarLander-v3 as rl-baselines3-zoo tunes it (hyperparams/dqn.yml: the two entries are equal, n_timesteps 1e5).
+
+    ``exploration_fraction: 0.12`` of the zoo's 1e5 steps is kept in env steps: epsilon reaches 0.1
+    at 12,000 whatever our budget. ``gradient_steps=-1`` with ``train_freq=4`` is one gradient step
+    per env step, taken 4 at a time.
+    """
+    zoo_timesteps = 100_000
+    return dict(
+        policy="MlpPolicy",
+        learning_rate=6.3e-4,
+        batch_size=128,
+        buffer_size=50_000,
+        learning_starts=0,
+        gamma=0.99,
+        target_update_interval=250,
+        train_freq=4,
+        gradient_steps=-1,
+        exploration_fraction=0.12 * zoo_timesteps / budget,
+        exploration_final_eps=0.1,
+        policy_kwargs=dict(net_arch=[256, 256]),
+    )
+
+
 def zoo_sac_pendulum(budget: int) -> dict[str, Any]:
     """SB3 SAC on Pendulum-v1 as rl-baselines3-zoo tunes it (hyperparams/sac.yml, n_timesteps 2e4).
 
@@ -130,6 +159,27 @@ def zoo_sac_lunarlandercontinuous(budget: int) -> dict[str, Any]:
         gradient_steps=1,
         learning_starts=10_000,
         policy_kwargs=dict(net_arch=[400, 300]),
+    )
+
+
+def zoo_sac_bipedalwalker(budget: int) -> dict[str, Any]:
+    """SB3 SAC on BipedalWalker-v3 as rl-baselines3-zoo tunes it (hyperparams/sac.yml, n_timesteps 5e5; no schedule).
+
+    gSDE exploration (``use_sde``, ``log_std_init=-3``), 64 gradient steps every 64 env steps.
+    """
+    return dict(
+        policy="MlpPolicy",
+        learning_rate=7.3e-4,
+        buffer_size=300_000,
+        batch_size=256,
+        ent_coef="auto",
+        gamma=0.98,
+        tau=0.02,
+        train_freq=64,
+        gradient_steps=64,
+        learning_starts=10_000,
+        use_sde=True,
+        policy_kwargs=dict(log_std_init=-3, net_arch=[400, 300]),
     )
 
 
@@ -192,6 +242,21 @@ def zoo_ppo_lunarlander(budget: int) -> dict[str, Any]:
     )
 
 
+def zoo_ppo_acrobot(budget: int) -> dict[str, Any]:
+    """SB3 PPO on Acrobot-v1 as rl-baselines3-zoo tunes it (hyperparams/ppo.yml, n_timesteps 1e6; no schedule).
+
+    ``normalize`` is the zoo's VecNormalize of observations and rewards, which `train_sb3` applies
+    (evaluation normalises observations with the training statistics and scores the raw reward).
+    """
+    return dict(policy="MlpPolicy", normalize=True, n_envs=16, n_steps=256, gae_lambda=0.94, gamma=0.99, n_epochs=4, ent_coef=0.0)
+
+
+def zoo_ppo_pendulum(budget: int) -> dict[str, Any]:
+    """SB3 PPO on Pendulum-v1 as rl-baselines3-zoo tunes it (hyperparams/ppo.yml, n_timesteps 1e5; gSDE, no schedule)."""
+    return dict(policy="MlpPolicy", n_envs=4, n_steps=1024, gae_lambda=0.95, gamma=0.9, n_epochs=10, ent_coef=0.0,
+                learning_rate=1e-3, clip_range=0.2, use_sde=True, sde_sample_freq=4)
+
+
 SAC_DEFAULTS_NOTE = ("SB3 defaults for the rest: buffer_size=1e6, batch_size=256, learning_starts=100, tau=0.005, "
                      "gamma=0.99, train_freq=1, gradient_steps=1, ent_coef='auto', net_arch=[256, 256]")
 TD3_NOTE = ("zoo td3.yml as updated with SB3 2.3 (train_freq=1, gradient_steps=1; older zoo versions had "
@@ -199,8 +264,9 @@ TD3_NOTE = ("zoo td3.yml as updated with SB3 2.3 (train_freq=1, gradient_steps=1
             "noise_type=normal, noise_std=0.1 is NormalActionNoise(0, 0.1) in SB3's [-1, 1] action units; "
             "batch_size is SB3's default 256; the first 10,000 env steps are uniformly random (learning_starts)")
 
-PPO_DEFAULTS_NOTE = ("SB3 defaults for the rest: vf_coef=0.5, max_grad_norm=0.5, normalize_advantage=True, "
-                     "net_arch=dict(pi=[64, 64], vf=[64, 64]) with tanh, no observation or reward normalisation")
+PPO_NET_NOTE = ("SB3 defaults for the rest: vf_coef=0.5, max_grad_norm=0.5, normalize_advantage=True, "
+                "net_arch=dict(pi=[64, 64], vf=[64, 64]) with tanh")
+PPO_DEFAULTS_NOTE = PPO_NET_NOTE + ", no observation or reward normalisation"
 
 ROWS: dict[str, Row] = {
     "dqn-cartpole": Row(
@@ -244,10 +310,6 @@ ROWS: dict[str, Row] = {
         sb3_hyperparams=zoo_sac_pendulum,
         agents=("AgentSAC", "AgentModSAC", "AgentInterSAC"),
         sb3_note=SAC_DEFAULTS_NOTE + " (the zoo's entry sets only learning_rate)",
-        # tuned for this env as the zoo tunes SB3's learning rate: Pendulum needs no more than 64-wide
-        # nets (SAC seeds 0-2: 11.3 s median to target against 19.2 s at the family's 128); on
-        # LunarLanderContinuous 64 fell short (140 at 105k steps where 128 reached 249 at 65k)
-        elegantrl_args=dict(net_dim=64),
     ),
     "td3-pendulum": Row(
         env_id="Pendulum-v1",
@@ -264,7 +326,7 @@ ROWS: dict[str, Row] = {
         budget=300_000,
         sb3_algo="SAC",
         sb3_hyperparams=zoo_sac_lunarlandercontinuous,
-        agents=("AgentSAC",),
+        agents=("AgentSAC", "AgentModSAC"),
         eval_gap=5000,
         sb3_note="the zoo's LunarLanderContinuous entry (-v2 in the zoo's file; gymnasium 1.x has only -v3, the same task with bug fixes); "
                  "learning_rate lin_7.3e-4 kept in env steps: 7.3e-4 × (1 - t / 5e5), i.e. end_fraction = 5e5 / budget",
@@ -288,9 +350,6 @@ ROWS: dict[str, Row] = {
         agents=("AgentDiscretePPO",),
         sb3_note="8 envs (make_vec_env); learning_rate lin_0.001 and clip_range lin_0.2 kept in env steps: "
                  "start × (1 - t / 1e5), i.e. end_fraction = 1e5 / budget; " + PPO_DEFAULTS_NOTE,
-        # tuned like the zoo tunes SB3 for this env: 8 envs, short rollouts (64 x 8), gamma 0.98
-        elegantrl_args=dict(num_envs=8, target_step=64, batch_size=256, repeat_times=10.0, gamma=0.98, learning_rate=1e-3),
-        agent_kwargs=dict(lambda_gae_adv=0.9),
     ),
     "ppo-lunarlander": Row(
         env_id="LunarLander-v3",
@@ -302,12 +361,153 @@ ROWS: dict[str, Row] = {
         eval_gap=10_000,
         sb3_note="the zoo's LunarLander-v2 entry (gymnasium 1.x has only -v3, the same task with bug fixes); 16 envs (make_vec_env); "
                  "learning_rate 3e-4 and clip_range 0.2 are SB3's defaults; " + PPO_DEFAULTS_NOTE,
-        # the zoo's settings in elegantrl's terms; with the agent's defaults (8 envs, gamma 0.99, no
-        # entropy bonus) a first run reached only 161 in 1M steps
-        elegantrl_args=dict(num_envs=16, target_step=1024, batch_size=64, repeat_times=4.0, gamma=0.999, learning_rate=3e-4),
-        agent_kwargs=dict(lambda_entropy=0.01, lambda_gae_adv=0.98),
+    ),
+    "d3qn-acrobot": Row(
+        env_id="Acrobot-v1",
+        target=-100.0,
+        budget=100_000,
+        sb3_algo="DQN",
+        sb3_hyperparams=zoo_dqn_acrobot_lunarlander,
+        agents=("AgentD3QN",),
+        eval_gap=2000,
+        sb3_note="exploration_fraction = 0.12 × 100,000 / budget: epsilon reaches 0.1 after 12,000 env steps, as in the zoo's 1e5-step run",
+    ),
+    "ppo-acrobot": Row(
+        env_id="Acrobot-v1",
+        target=-100.0,
+        budget=200_000,
+        sb3_algo="PPO",
+        sb3_hyperparams=zoo_ppo_acrobot,
+        agents=("AgentDiscretePPO",),
+        eval_gap=4096,
+        sb3_note="16 envs (make_vec_env) under VecNormalize of observations and rewards (the zoo's normalize: true); "
+                 "learning_rate 3e-4, clip_range 0.2 and batch_size 64 are SB3's defaults; " + PPO_NET_NOTE,
+    ),
+    "ppo-pendulum": Row(
+        env_id="Pendulum-v1",
+        target=-200.0,
+        budget=300_000,
+        sb3_algo="PPO",
+        sb3_hyperparams=zoo_ppo_pendulum,
+        agents=("AgentPPO",),
+        eval_gap=4096,
+        sb3_note="4 envs (make_vec_env); gSDE exploration resampled every 4 steps; batch_size 64 is SB3's default; " + PPO_DEFAULTS_NOTE,
+    ),
+    "d3qn-lunarlander": Row(
+        env_id="LunarLander-v3",
+        target=200.0,
+        budget=300_000,
+        sb3_algo="DQN",
+        sb3_hyperparams=zoo_dqn_acrobot_lunarlander,
+        agents=("AgentD3QN",),
+        eval_gap=10_000,
+        sb3_note="exploration_fraction = 0.12 × 100,000 / budget: epsilon reaches 0.1 after 12,000 env steps, as in the zoo's "
+                 "1e5-step run; the learning rate is constant, so SB3 trains on for the whole budget",
+    ),
+    "ppo-lunarlandercontinuous": Row(
+        env_id="LunarLanderContinuous-v3",
+        target=200.0,
+        budget=1_000_000,
+        sb3_algo="PPO",
+        sb3_hyperparams=zoo_ppo_lunarlander,
+        agents=("AgentPPO",),
+        eval_gap=10_000,
+        sb3_note="the zoo's LunarLanderContinuous-v3 entry, the same as its LunarLander-v3 one; 16 envs (make_vec_env); "
+                 "learning_rate 3e-4 and clip_range 0.2 are SB3's defaults; " + PPO_DEFAULTS_NOTE,
+    ),
+    "sac-bipedalwalker": Row(
+        env_id="BipedalWalker-v3",
+        target=300.0,
+        budget=500_000,
+        sb3_algo="SAC",
+        sb3_hyperparams=zoo_sac_bipedalwalker,
+        agents=("AgentSAC",),
+        eval_gap=10_000,
+        sb3_note="the zoo's entry, its n_timesteps 5e5 as both sides' budget; gSDE exploration",
     ),
 }
+
+
+
+# ---- matched compute -------------------------------------------------------------------------
+
+
+def sb3_class(name: str) -> type:
+    """The algorithm class `name` from stable_baselines3, or else from sb3_contrib (e.g. QRDQN)."""
+    if hasattr(stable_baselines3, name):
+        return getattr(stable_baselines3, name)
+    import sb3_contrib  # only the rows that need it need it installed
+
+    return getattr(sb3_contrib, name)
+
+
+def sb3_settings(algo: str, hyperparams: dict[str, Any]) -> dict[str, Any]:
+    """`hyperparams` completed with SB3's defaults for `algo`, read from the class's signature."""
+    defaults = {name: parameter.default for name, parameter in inspect.signature(sb3_class(algo)).parameters.items()
+                if parameter.default is not inspect.Parameter.empty}
+    return {**defaults, **hyperparams}
+
+
+def gradient_steps_per_env_step(settings: dict[str, Any]) -> float:
+    """An off-policy SB3 run's gradient steps per env step, from its `train_freq` and `gradient_steps` (one env)."""
+    train_freq = settings["train_freq"]
+    if isinstance(train_freq, (tuple, list)):
+        if train_freq[1] != "step":
+            raise ValueError(f"train_freq={train_freq} counts episodes: it has no fixed gradient steps per env step to match")
+        train_freq = train_freq[0]
+    # -1 is as many gradient steps as the env steps just collected
+    return 1.0 if settings["gradient_steps"] == -1 else settings["gradient_steps"] / train_freq
+
+
+def matched(name: str, agent: str, width: int = 256) -> Row:
+    """Row `name` at matched compute: `agent` against the same SB3 run, both doing the same work per env step.
+
+    Both sides get two hidden layers of `width` (elegantrl's networks have one width, so the zoo's
+    400×300 becomes width × width on SB3's side too). elegantrl takes SB3's batch size, its gradient
+    steps per env step (as ``repeat_times`` = steps × batch), its warm-up of random actions and its
+    buffer size, and, so that the two learn alike, its discount, its learning rate where constant,
+    its soft-update rate (not DQN's periodic copies), its number of quantiles and its epsilon
+    schedule. What still differs is each library's own: the network code, the update loop, the
+    replay buffer, DQN's target-network updates, SB3's learning-rate schedules.
+    """
+    base = ROWS[name]
+
+    def sb3_hyperparams(budget: int) -> dict[str, Any]:
+        hyperparams = base.sb3_hyperparams(budget)
+        return {**hyperparams, "policy_kwargs": {**hyperparams.get("policy_kwargs", {}), "net_arch": [width, width]}}
+
+    settings = sb3_settings(base.sb3_algo, sb3_hyperparams(base.budget))
+    if settings.get("n_envs", 1) != 1:
+        raise ValueError(f"{name}: matched rows are for one-env off-policy rows, this one has n_envs={settings['n_envs']}")
+    batch = settings["batch_size"]
+    fields = dict(net_dim=width, batch_size=batch, repeat_times=gradient_steps_per_env_step(settings) * batch,
+                  warmup_steps=settings["learning_starts"], max_memo=settings["buffer_size"], gamma=settings["gamma"])
+    if isinstance(settings["learning_rate"], float):
+        fields["learning_rate"] = settings["learning_rate"]
+    agent_kwargs: dict[str, Any] = {}
+    if "exploration_fraction" in settings:  # the DQN family: epsilon-greedy, over the same env steps
+        agent_kwargs = dict(explore_rate=(settings["exploration_initial_eps"], settings["exploration_final_eps"]),
+                            explore_decay_steps=round(settings["exploration_fraction"] * base.budget))
+    else:
+        fields["soft_update_tau"] = settings["tau"]
+    if "n_quantiles" in settings["policy_kwargs"]:
+        agent_kwargs["num_quantiles"] = settings["policy_kwargs"]["n_quantiles"]
+    return replace(base, sb3_hyperparams=sb3_hyperparams, agents=(agent,), matched=True, elegantrl_args=fields, agent_kwargs=agent_kwargs,
+                   sb3_note=f"{base.sb3_note}; at matched compute: net_arch=[{width}, {width}] on both sides")
+
+
+# The same algorithm on both sides (DQN against DQN, not D3QN), so that only the library differs.
+ROWS.update({
+    "dqn-cartpole-matched": matched("dqn-cartpole", "AgentDQN"),
+    "qrdqn-cartpole-matched": matched("qrdqn-cartpole", "AgentQRDQN"),
+    "dqn-acrobot-matched": matched("d3qn-acrobot", "AgentDQN"),
+    "sac-pendulum-matched": matched("sac-pendulum", "AgentSAC"),
+    "td3-pendulum-matched": matched("td3-pendulum", "AgentTD3"),
+    "dqn-lunarlander-matched": matched("d3qn-lunarlander", "AgentDQN"),
+    "qrdqn-lunarlander-matched": matched("qrdqn-lunarlander", "AgentQRDQN"),
+    "sac-lunarlandercontinuous-matched": matched("sac-lunarlandercontinuous", "AgentSAC"),
+    "td3-lunarlandercontinuous-matched": matched("td3-lunarlandercontinuous", "AgentTD3"),
+})
 
 # Named sets of rows for ``--suite``: "quick" runs in well under an hour on 2 cores (3 seeds), "full"
 # is every row and both throughput measurements (many hours: the LunarLander rows dominate).

@@ -16,14 +16,14 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import stable_baselines3
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.noise import NormalActionNoise
+from stable_baselines3.common.vec_env import VecNormalize
 
 from benchmarks.report import finish_row, fmt, label
-from benchmarks.rows import OURS, ROOT, ROWS, SB3, TARGET_HOLD, Row
+from benchmarks.rows import OURS, ROOT, ROWS, SB3, TARGET_HOLD, Row, sb3_class
 
 # ---- one training job (runs in its own interpreter) ------------------------------------------
 
@@ -69,7 +69,8 @@ class TargetCallback(BaseCallback):
         obs, _ = self.eval_env.reset(seed=seed)
         total, done = 0.0, False
         while not done:
-            action, _ = self.model.predict(obs, deterministic=True)
+            normalizer = self.model.get_vec_normalize_env()  # the zoo's `normalize: true`: the policy sees normalised states
+            action, _ = self.model.predict(normalizer.normalize_obs(obs) if normalizer else obs, deterministic=True)
             obs, reward, terminated, truncated, _ = self.eval_env.step(action)
             total += float(reward)
             done = terminated or truncated
@@ -98,19 +99,12 @@ class TargetCallback(BaseCallback):
         return self.hit_step is not None and self.num_timesteps >= self.hold * self.hit_step
 
 
-def sb3_class(name: str) -> type:
-    """The algorithm class `name` from stable_baselines3, or else from sb3_contrib (e.g. QRDQN)."""
-    if hasattr(stable_baselines3, name):
-        return getattr(stable_baselines3, name)
-    import sb3_contrib  # only the rows that need it need it installed
-
-    return getattr(sb3_contrib, name)
-
-
 def train_sb3(job: Job, row: Row) -> None:
     """Trains the row's SB3 baseline and writes its evaluations to ``job.folder/recorder.csv``."""
     hyperparams = row.sb3_hyperparams(job.budget)
     env = make_vec_env(row.env_id, n_envs=hyperparams.pop("n_envs", 1), seed=job.seed)
+    if hyperparams.pop("normalize", False):  # as the zoo does: observations and rewards, returns discounted by gamma
+        env = VecNormalize(env, gamma=hyperparams.get("gamma", 0.99))
     if "noise_std" in hyperparams:  # the zoo's action-noise keys, built as the zoo builds them
         if hyperparams.pop("noise_type") != "normal":
             raise ValueError("only the zoo's noise_type 'normal' is supported here")

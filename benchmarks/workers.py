@@ -64,6 +64,7 @@ from elegantrl.run import (
     train_and_evaluate,
     train_and_evaluate_mp,
 )
+from elegantrl.tuned import tuned_entry
 
 NEVER = 2**62  # an eval_gap beyond every budget: the probes' learner never hands a snapshot to an Evaluator
 LOCKSTEP, ASYNC = "lockstep", "async"
@@ -306,7 +307,7 @@ TRAINER_ROWS: dict[str, TrainerRow] = {
     # eval_gap 1,000 for the off-policy rows, as the issue asks (the SB3 row evaluates every 5,000)
     "workers-sac-lunarlandercontinuous": TrainerRow("sac-lunarlandercontinuous", "AgentSAC", TRAINERS, eval_gap=1000),
     "workers-ppo-lunarlander": TrainerRow("ppo-lunarlander", "AgentDiscretePPO", (ONE_PROCESS, WORKERS_LOCKSTEP)),
-    "workers-sac-pendulum": TrainerRow("sac-pendulum", "AgentSAC", TRAINERS),  # net_dim 64 from the base row
+    "workers-sac-pendulum": TrainerRow("sac-pendulum", "AgentSAC", TRAINERS),
 }
 
 
@@ -320,7 +321,10 @@ def trainer_fields(trainer_row: TrainerRow, trainer: str) -> dict[str, Any]:
     fields = dict(trainer_row.row.elegantrl_args)
     if trainer == ONE_PROCESS:
         return fields
-    return {**fields, "rollout_num": ROLLOUT_NUM, "num_envs": max(1, fields.get("num_envs", 1) // ROLLOUT_NUM),
+    # the envs of one process: the row's own, else the tuned entry's (ppo-lunarlander's 16), else the family's 1
+    _, tuned = tuned_entry(getattr(agent_module, trainer_row.agent)(), trainer_row.row.env_id)
+    num_envs = fields.get("num_envs") or tuned.get("num_envs") or 1
+    return {**fields, "rollout_num": ROLLOUT_NUM, "num_envs": max(1, num_envs // ROLLOUT_NUM),
             "if_async_workers": trainer == WORKERS_ASYNC}
 
 
