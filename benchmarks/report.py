@@ -16,7 +16,7 @@ import numpy as np
 import stable_baselines3
 import torch
 
-from benchmarks.rows import HERE, ROWS, SB3, TARGET_HOLD, Row
+from benchmarks.rows import HERE, ROWS, SB3, TARGET_HOLD, Row, gradient_steps_per_env_step, sb3_settings
 
 
 def add_ratios(results: list[dict[str, Any]]) -> None:
@@ -142,6 +142,40 @@ def built_in_settings(row: Row) -> str:
     return "; ".join(notes)
 
 
+# The widths of SB3's MlpPolicy when net_arch is not given (its policy classes' defaults, not the algorithms' signatures).
+SB3_DEFAULT_NET_ARCH = {"DQN": [64, 64], "QRDQN": [64, 64], "SAC": [256, 256], "TD3": [400, 300], "DDPG": [400, 300], "PPO": [64, 64]}
+
+
+def work_per_env_step(row: Row, budget: int) -> str:
+    """What each side of `row` computes, from the settings its runs take: widths, batch size, gradient steps per env step, warm-up.
+
+    Written next to every ratio, since the ratios of rows as users run them measure these as much as the library.
+    """
+    from elegantrl import agent as agent_module
+    from elegantrl.run import Arguments
+
+    settings = sb3_settings(row.sb3_algo, row.sb3_hyperparams(budget))
+    width = (settings.get("policy_kwargs") or {}).get("net_arch") or SB3_DEFAULT_NET_ARCH.get(row.sb3_algo, "?")
+    if "n_epochs" in settings:  # on-policy: n_epochs passes over each rollout in minibatches
+        sb3 = (f"SB3 {row.sb3_algo} {width} wide, {settings.get('n_envs', 1)} envs × {settings['n_steps']} steps a rollout, "
+               f"batch {settings['batch_size']}, {settings['n_epochs'] / settings['batch_size']:.3g} gradient steps per env step")
+    else:
+        sb3 = (f"SB3 {row.sb3_algo} {width} wide, batch {settings['batch_size']}, {gradient_steps_per_env_step(settings):.3g} "
+               f"gradient steps per env step, {settings['learning_starts']:,d} warm-up steps")
+    ours = []
+    for name in row.agents:
+        args = Arguments(agent=getattr(agent_module, name)(**row.agent_kwargs), env=row.env_id, if_print=False, **row.elegantrl_args)
+        args.check()  # fills what the run would take: the tuned entry, then the family's defaults
+        if args.if_on_policy:
+            epochs = max(1, round(args.repeat_times))
+            ours.append(f"elegantrl {name} [{args.net_dim}, {args.net_dim}] wide, {args.num_envs} envs × {args.target_step} steps a "
+                        f"rollout, batch {args.batch_size}, {epochs / args.batch_size:.3g} gradient steps per env step")
+        else:
+            ours.append(f"elegantrl {name} [{args.net_dim}, {args.net_dim}] wide, batch {args.batch_size}, "
+                        f"{args.repeat_times / args.batch_size:.3g} gradient steps per env step, {args.warmup_steps:,d} warm-up steps")
+    return "; ".join([sb3, *ours])
+
+
 def plot_curves(name: str, row: Row, results: list[dict[str, Any]], curves: dict[tuple, list[tuple]], path: str) -> None:
     """Both libraries' learning curves on one axis: the median over seeds and the interquartile band.
 
@@ -168,6 +202,63 @@ def plot_curves(name: str, row: Row, results: list[dict[str, Any]], curves: dict
     axis.set(xlabel="env steps", ylabel="evaluation return (median, IQR)", title=f"{name}: {row.env_id}")
     axis.legend(fontsize=8)
     figure.tight_layout()
+    figure.savefig(path, dpi=100)
+
+
+def plot_ratios(bars: list[tuple[str, bool, tuple[float, float, float], tuple[float, float, float]]], path: str) -> None:
+    """One horizontal bar per (label, matched, wall-time ratio, env-steps ratio), wall time and env steps side by side.
+
+    Each ratio is (ratio, low, high) as `ratio_of_medians` returns it. A bar runs from 1 to the
+    ratio, so that its direction tells who won before its length is read, and the whiskers are the
+    interval; the axis is logarithmic because 0.5 and 2 are the same distance from a tie. The first
+    bar is drawn at the top, in the order of the table it summarises.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    styles = {False: dict(color="tab:blue", label="as users run them"),
+              True: dict(color="tab:orange", hatch="//", label="matched compute")}
+    height = 1.9 + 0.32 * len(bars)  # inches: the titles, axis labels and legend, then a fixed pitch per bar
+    figure = Figure(figsize=(11, height))
+    FigureCanvasAgg(figure)
+    # one x scale for both panels, so that a bar's length compares across them too
+    axes = figure.subplots(1, 2, sharey=True, sharex=True)
+    positions = np.arange(len(bars))
+    every = np.array([bar[2 + column] for bar in bars for column in (0, 1)], dtype=float)  # (2 * bars, 3)
+    every = every[np.isfinite(every).all(axis=1)]
+    # a little room past the widest interval, and never narrower than 0.5-2 so that a tie looks like one
+    low_end = min(every[:, 1].min(), 0.5) if len(every) else 0.5
+    high_end = max(every[:, 2].max(), 2.0) if len(every) else 2.0
+    for column, (axis, title) in enumerate(zip(axes, ["wall time to target", "env steps to target"])):
+        ratios = np.array([bar[2 + column] for bar in bars], dtype=float)  # (bars, 3): ratio, low, high
+        for matched, style in styles.items():
+            chosen = np.array([bar[1] == matched for bar in bars]) & np.isfinite(ratios[:, 0])
+            if not chosen.any():
+                continue
+            value, low, high = ratios[chosen].T
+            axis.barh(positions[chosen], value - 1, left=1, height=0.7, color=style["color"], alpha=0.75,
+                      hatch=style.get("hatch"), edgecolor="white" if "hatch" in style else None)
+            # a percentile interval need not hold the sample's own ratio (a skewed few seeds), and matplotlib refuses negative whiskers
+            axis.errorbar(value, positions[chosen], xerr=np.clip([value - low, high - value], 0, None), fmt="none", ecolor="black",
+                          elinewidth=1, capsize=3)
+        axis.axvline(1, color="black", linewidth=1)
+        axis.set_xscale("log")
+        axis.set_xlim(low_end / 1.5, high_end * 1.5)
+        axis.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        axis.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+        axis.xaxis.set_minor_formatter(NullFormatter())
+        axis.grid(axis="x", which="major", alpha=0.3)
+        axis.set_title(f"{title}: elegantrl / SB3", fontsize=10)
+        axis.set_xlabel("ratio of medians, 90% bootstrap interval (log; < 1: elegantrl better)", fontsize=8)
+    axes[0].set_yticks(positions, [bar[0] for bar in bars], fontsize=8)
+    axes[0].set_ylim(len(bars) - 0.5, -0.5)  # the first bar at the top
+    used = [style for matched, style in styles.items() if any(bar[1] == matched for bar in bars)]
+    # above the panels rather than inside one, where it would hide a bar whatever corner it took
+    figure.legend(handles=[Patch(facecolor=s["color"], alpha=0.75, hatch=s.get("hatch"), edgecolor="white", label=s["label"])
+                           for s in used], fontsize=8, loc="upper center", ncol=len(used), frameon=False)
+    figure.tight_layout(rect=(0, 0, 1, 1 - 0.3 / height))
     figure.savefig(path, dpi=100)
 
 
@@ -211,7 +302,8 @@ def write_report(name: str, row: Row, budget: int, results: list[dict[str, Any]]
             f"- SB3 {row.sb3_algo} (rl-baselines3-zoo): {hyperparams}{'; ' + row.sb3_note if row.sb3_note else ''}\n"
             f"- elegantrl: each agent's built-in settings ({built_in_settings(row)})"
             f"{', plus ' + str(row.elegantrl_args) if row.elegantrl_args else ''}"
-            f"{', agent arguments ' + str(row.agent_kwargs) if row.agent_kwargs else ''}.\n\n"
+            f"{', agent arguments ' + str(row.agent_kwargs) if row.agent_kwargs else ''}.\n"
+            f"- Work per env step{' (matched compute)' if row.matched else ''}: {work_per_env_step(row, sb3_budget)}.\n\n"
             + body
         )
     return body
