@@ -509,7 +509,8 @@ ROWS.update({
     "td3-lunarlandercontinuous-matched": matched("td3-lunarlandercontinuous", "AgentTD3"),
 })
 
-# Named sets of rows for ``--suite``: "quick" runs in well under an hour on 2 cores (3 seeds), "full"
-# is every row and both throughput measurements (many hours: the LunarLander rows dominate).
-QUICK_SUITE = ("dqn-cartpole", "qrdqn-cartpole", "ppo-cartpole", "sac-pendulum", "td3-pendulum")
+# Named sets of rows for ``--suite``: "quick" is the small envs, both kinds of row (hours on 2 cores, 3
+# seeds); "full" is every row and both throughput measurements (days: the LunarLander rows dominate).
+QUICK_SUITE = ("dqn-cartpole", "qrdqn-cartpole", "ppo-cartpole", "d3qn-acrobot", "ppo-acrobot", "sac-pendulum", "td3-pendulum",
+               "dqn-cartpole-matched", "sac-pendulum-matched")
 
