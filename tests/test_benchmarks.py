@@ -1,0 +1,59 @@
+"""The benchmark's rows: matched-compute rows really match, and SB3's side runs the zoo's wrappers."""
+
+import csv
+import os
+
+import pytest
+
+from benchmarks.rows import ROWS, gradient_steps_per_env_step, sb3_settings
+from benchmarks.runner import Job, train_sb3
+from elegantrl import agent as agent_module
+from elegantrl.run import Arguments
+
+
+def test_gradient_steps_per_env_step_reads_train_freq_and_gradient_steps():
+    assert gradient_steps_per_env_step(dict(train_freq=256, gradient_steps=128)) == 0.5
+    assert gradient_steps_per_env_step(dict(train_freq=4, gradient_steps=-1)) == 1.0  # as many as collected
+    assert gradient_steps_per_env_step(dict(train_freq=(64, "step"), gradient_steps=64)) == 1.0
+    with pytest.raises(ValueError, match="counts episodes"):
+        gradient_steps_per_env_step(dict(train_freq=(1, "episode"), gradient_steps=-1))
+
+
+def test_sb3_settings_fill_the_class_defaults():
+    settings = sb3_settings("SAC", dict(learning_rate=1e-3))
+    assert settings["learning_rate"] == 1e-3
+    assert (settings["batch_size"], settings["train_freq"], settings["gradient_steps"]) == (256, 1, 1)
+
+
+@pytest.mark.parametrize("name", [name for name, row in ROWS.items() if row.matched])
+def test_matched_rows_do_the_same_work_on_both_sides(name):
+    """Width, batch, gradient steps per env step and warm-up as elegantrl's run takes them equal SB3's."""
+    row = ROWS[name]
+    settings = sb3_settings(row.sb3_algo, row.sb3_hyperparams(row.budget))
+    (agent,) = row.agents
+    args = Arguments(agent=getattr(agent_module, agent)(**row.agent_kwargs), env=row.env_id, **row.elegantrl_args)
+    args.check()  # what the run takes, tuned entries included
+    width = settings["policy_kwargs"]["net_arch"]
+    assert width == [args.net_dim, args.net_dim]
+    assert args.batch_size == settings["batch_size"]
+    assert args.repeat_times / args.batch_size == gradient_steps_per_env_step(settings)
+    assert args.warmup_steps == settings["learning_starts"]
+    assert agent.removeprefix("Agent") == row.sb3_algo  # the same algorithm, not D3QN against DQN
+
+
+def test_rows_as_users_run_them_take_elegantrl_built_in_settings():
+    for name, row in ROWS.items():
+        if not row.matched:
+            assert not row.elegantrl_args and not row.agent_kwargs, f"{name} passes its own settings: put them in elegantrl/tuned.py"
+
+
+@pytest.mark.timeout(300)
+def test_sb3_side_applies_the_zoos_vecnormalize_and_evaluates_raw_returns(tmp_path):
+    """ppo-acrobot's zoo entry has normalize: true; its SB3 run must train under VecNormalize and score raw returns."""
+    job = Job(row="ppo-acrobot", library="sb3", agent="PPO", seed=0, budget=4096, folder=str(tmp_path))
+    train_sb3(job, ROWS["ppo-acrobot"])
+    with open(os.path.join(tmp_path, "recorder.csv"), newline="") as file:
+        records = list(csv.DictReader(file))
+    assert records and int(records[-1]["step"]) >= 4096
+    # Acrobot pays -1 a step for at most 500 steps: a normalised reward would not sum to this range
+    assert all(-500.0 <= float(record["return_mean"]) <= -50.0 for record in records)
