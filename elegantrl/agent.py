@@ -70,6 +70,20 @@ def _is_count(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1
 
 
+def make_adam(params: Iterable[torch.Tensor], learning_rate: float) -> torch.optim.Adam:
+    """Adam with torch's fused kernel where this torch has one for the parameters' device, else its default.
+
+    The fused step updates every tensor in one call instead of one small kernel per tensor: on one
+    CPU thread it made a SAC update about 10% faster (benchmarks/results/sac-throughput.md); CPU
+    support came with torch 2.4, and older releases refuse ``fused=True`` when it is built.
+    """
+    params = list(params)
+    try:
+        return torch.optim.Adam(params, learning_rate, fused=True)
+    except RuntimeError:
+        return torch.optim.Adam(params, learning_rate)
+
+
 class AgentBase:
     """What every agent has: networks, acting, exploring, the state statistics and the checkpoint.
 
@@ -163,11 +177,11 @@ class AgentBase:
         self.state_var = torch.ones(state_dim, device=self.device)
 
         self.critic = self.ClassCri(net_dim, state_dim, action_dim).to(self.device)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), learning_rate)
+        self.critic_optimizer = make_adam(self.critic.parameters(), learning_rate)
         self.has_separate_actor = self.ClassAct is not None
         if self.has_separate_actor:
             self.actor = self.ClassAct(net_dim, state_dim, action_dim).to(self.device)
-            self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), learning_rate)
+            self.actor_optimizer = make_adam(self.actor.parameters(), learning_rate)
         else:
             self.actor = self.critic
         self.criterion = nn.SmoothL1Loss()
@@ -440,9 +454,8 @@ class AgentOffPolicy(AgentBase):
     @staticmethod
     @torch.no_grad()
     def soft_update(target_net: nn.Module, current_net: nn.Module, tau: float) -> None:
-        """Polyak averaging: target ← (1 - tau)·target + tau·current."""
-        for target, current in zip(target_net.parameters(), current_net.parameters()):
-            target.lerp_(current, tau)
+        """Polyak averaging: target ← (1 - tau)·target + tau·current, all tensors in one call (as torch's optimizers do)."""
+        torch._foreach_lerp_(list(target_net.parameters()), list(current_net.parameters()), tau)
 
 
 class AgentOnPolicy(AgentBase):
@@ -717,7 +730,7 @@ class AgentSAC(AgentOffPolicy):
         if self.target_entropy is None:
             self.target_entropy = -float(self.action_dim)
         self.log_alpha = torch.zeros((), device=self.device, requires_grad=True)
-        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], self.critic_optimizer.defaults["lr"])
+        self.alpha_optimizer = make_adam([self.log_alpha], self.critic_optimizer.defaults["lr"])
 
     @property
     def alpha(self) -> torch.Tensor:
