@@ -436,7 +436,7 @@ def sb3_class(name: str) -> type:
     """The algorithm class `name` from stable_baselines3, or else from sb3_contrib (e.g. QRDQN)."""
     if hasattr(stable_baselines3, name):
         return getattr(stable_baselines3, name)
-    import sb3_contrib  # only the rows that need it need it installed
+    import sb3_contrib  # the QR-DQN rows' (installed by the bench and test extras)
 
     return getattr(sb3_contrib, name)
 
@@ -451,8 +451,8 @@ def sb3_settings(algo: str, hyperparams: dict[str, Any]) -> dict[str, Any]:
 def gradient_steps_per_env_step(settings: dict[str, Any]) -> float:
     """An off-policy SB3 run's gradient steps per env step, from its `train_freq` and `gradient_steps` (one env)."""
     train_freq = settings["train_freq"]
-    if isinstance(train_freq, (tuple, list)):
-        if train_freq[1] != "step":
+    if isinstance(train_freq, (tuple, list)):  # (n, "step"), or SB3's own TrainFreq with its enum unit
+        if str(getattr(train_freq[1], "value", train_freq[1])) != "step":
             raise ValueError(f"train_freq={train_freq} counts episodes: it has no fixed gradient steps per env step to match")
         train_freq = train_freq[0]
     # -1 is as many gradient steps as the env steps just collected
@@ -467,8 +467,13 @@ def matched(name: str, agent: str, width: int = 256) -> Row:
     steps per env step (as ``repeat_times`` = steps × batch), its warm-up of random actions and its
     buffer size, and, so that the two learn alike, its discount, its learning rate where constant,
     its soft-update rate (not DQN's periodic copies), its number of quantiles and its epsilon
-    schedule. What still differs is each library's own: the network code, the update loop, the
-    replay buffer, DQN's target-network updates, SB3's learning-rate schedules.
+    schedule. What still differs is each library's own design: the network and update code, the
+    replay buffer; the cadence (elegantrl collects rounds of ``target_step`` env steps, then takes
+    their gradient steps, where SB3 trains every ``train_freq`` env steps); DQN's target network
+    (SB3 copies it every ``target_update_interval`` env steps); TD3's target networks (SB3 moves
+    them once per actor step, elegantrl after every critic step); the critic loss (SB3's SAC and
+    TD3 use MSE, elegantrl SmoothL1); SB3 DQN's gradient clipping at norm 10; SB3's learning-rate
+    schedules where the zoo has one.
     """
     base = ROWS[name]
 

@@ -99,8 +99,8 @@ class TargetCallback(BaseCallback):
         return self.hit_step is not None and self.num_timesteps >= self.hold * self.hit_step
 
 
-def train_sb3(job: Job, row: Row) -> None:
-    """Trains the row's SB3 baseline and writes its evaluations to ``job.folder/recorder.csv``."""
+def train_sb3(job: Job, row: Row) -> Any:
+    """Trains the row's SB3 baseline, writes its evaluations to ``job.folder/recorder.csv``, returns the model."""
     hyperparams = row.sb3_hyperparams(job.budget)
     env = make_vec_env(row.env_id, n_envs=hyperparams.pop("n_envs", 1), seed=job.seed)
     if hyperparams.pop("normalize", False):  # as the zoo does: observations and rewards, returns discounted by gamma
@@ -117,6 +117,7 @@ def train_sb3(job: Job, row: Row) -> None:
         writer = csv.DictWriter(file, fieldnames=list(callback.records[0]))
         writer.writeheader()
         writer.writerows(callback.records)
+    return model
 
 
 def train_elegantrl(job: Job, row: Row) -> None:

@@ -21,6 +21,7 @@ from torch import nn
 
 from benchmarks.report import fmt, machine, median
 from benchmarks.rows import OURS
+from elegantrl.agent import make_adam
 
 # ---- learner throughput: elegantrl's SAC update against plain PyTorch and SB3 -----------------
 
@@ -124,9 +125,10 @@ class FastSAC(PlainSAC):
             torch.stack([linear.weight.t() for linear in pair]), torch.stack([linear.bias for linear in pair]).unsqueeze(1))]
         del self.q1, self.q2, self.q1_target, self.q2_target
         self.target_params = [param.detach().clone() for param in self.critic_params]
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), learning_rate, fused=True)
-        self.critic_optimizer = torch.optim.Adam(self.critic_params, learning_rate, fused=True)
-        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], learning_rate, fused=True)
+        # fused where this torch has it for the CPU (2.4 and later), as elegantrl's own agents do
+        self.actor_optimizer = make_adam(self.actor.parameters(), learning_rate)
+        self.critic_optimizer = make_adam(self.critic_params, learning_rate)
+        self.alpha_optimizer = make_adam([self.log_alpha], learning_rate)
 
     @staticmethod
     def twin_q(state_action: torch.Tensor, params: list[torch.Tensor]) -> torch.Tensor:

@@ -345,6 +345,13 @@ class AgentBase:
             if isinstance(part, torch.Tensor):
                 with torch.no_grad():  # in place, so that optimizers keep holding the same tensor
                     part.copy_(state[name])
+            elif isinstance(part, torch.optim.Optimizer):
+                # a checkpoint brings its machine's choice of kernel (fused Adam on CUDA or torch >= 2.4), which
+                # this machine may not have: keep the kernel `make_adam` chose here
+                kernels = [{key: group.get(key) for key in ("fused", "foreach")} for group in part.param_groups]
+                part.load_state_dict(state[name])
+                for group, kernel in zip(part.param_groups, kernels):
+                    group.update(kernel)
             else:
                 part.load_state_dict(state[name])
         self.total_steps = int(state["total_steps"])

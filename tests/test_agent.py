@@ -175,6 +175,30 @@ def test_save_and_load_round_trip(tmp_path):
     with pytest.raises(FileNotFoundError, match="no saved agent"):
         loaded.save_or_load_agent(str(tmp_path / "missing"), if_save=False)
 
+def test_a_checkpoint_keeps_the_loading_machines_adam_kernel(tmp_path):
+    """A checkpoint saved with fused Adam (CUDA, or torch >= 2.4 on a CPU) loads where fused Adam does not exist."""
+    saved = AgentSAC()
+    saved.init(16, 3, 1, batch_size=16)
+    state = saved.state_dict()
+    for name in ("critic_optimizer", "actor_optimizer", "alpha_optimizer"):
+        for group in state[name]["param_groups"]:
+            group.update(fused=True, foreach=None)
+    loaded = AgentSAC()
+    loaded.init(16, 3, 1, batch_size=16)
+    for optimizer in (loaded.critic_optimizer, loaded.actor_optimizer, loaded.alpha_optimizer):
+        for group in optimizer.param_groups:
+            group.update(fused=None, foreach=False)  # this machine's Adam: the plain per-tensor loop
+    loaded.load_state_dict(state)
+    for optimizer in (loaded.critic_optimizer, loaded.actor_optimizer, loaded.alpha_optimizer):
+        assert all(group["fused"] is None and group["foreach"] is False for group in optimizer.param_groups)
+    buffer = ReplayBuffer(100, 3, 1, False)
+    env = PreprocessEnv("Pendulum-v1")
+    loaded.reset_exploration(env, seed=0)
+    buffer.extend(loaded.explore_env(env, 50, if_random=True))
+    loaded.update_net(buffer, 50)  # steps with the kernel of this machine
+    assert all(torch.isfinite(p).all() for p in loaded.critic.parameters())
+
+
 
 @pytest.mark.parametrize(
     "agent_class, setting",
