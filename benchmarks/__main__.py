@@ -33,6 +33,8 @@ def main() -> int:
                         help="train nothing: rewrite the rows' reports from the finished jobs in --work-dir (after a run was stopped)")
     parser.add_argument("--index", action="store_true",
                         help="train nothing: rebuild docs/benchmarks.md from the committed results (done after every run into benchmarks/results)")
+    parser.add_argument("--note", default="",
+                        help="a sentence for the reports' Note line: how the run departed from the protocol")
     parser.add_argument("--job", help=argparse.SUPPRESS)  # internal: the JSON of one Job, run in this process
     options = parser.parse_args()
     if options.job:
@@ -48,7 +50,7 @@ def main() -> int:
                      "each job is a single-threaded process that needs a core of its own")
     training = [name for name in options.rows if name in ROWS]
     write = report_rows if options.report_only else run_rows
-    ok = write(training, options.seeds, options.budget, options.out, options.work_dir, command, options.jobs) if training else True
+    ok = write(training, options.seeds, options.budget, options.out, options.work_dir, command, options.jobs, options.note) if training else True
     for name in options.rows:  # timings last, so that no training job runs beside them
         if name in THROUGHPUT_ROWS:
             ok = THROUGHPUT_ROWS[name](options.out, command, options.repeats) and ok

@@ -213,7 +213,8 @@ def run_seed(name: str, seed: int, budget: int, work_dir: str) -> list[dict[str,
     return results
 
 
-def run_rows(names: list[str], seeds: list[int], budget: int | None, out: str, work_dir: str, command: str, jobs: int = 1) -> bool:
+def run_rows(names: list[str], seeds: list[int], budget: int | None, out: str, work_dir: str, command: str, jobs: int = 1,
+             note: str = "") -> bool:
     """Runs every (row, seed) of `names`, `jobs` of them at a time; writes each row's report; False on any error.
 
     A (row, seed) runs its libraries back to back, so a drift in machine speed hits both alike. With
@@ -226,12 +227,13 @@ def run_rows(names: list[str], seeds: list[int], budget: int | None, out: str, w
                    for name in names}
         for name, futures in pending.items():  # a row's report is written as soon as its own seeds are done
             results = [result for future in futures for result in future.result()]
-            finish_row(name, budget or ROWS[name].budget, results, out, command, jobs)
+            finish_row(name, budget or ROWS[name].budget, results, out, command, jobs, note)
             ok = ok and all(r["status"] != "error" for r in results)
     return ok
 
 
-def report_rows(names: list[str], seeds: list[int], budget: int | None, out: str, work_dir: str, command: str, jobs: int = 1) -> bool:
+def report_rows(names: list[str], seeds: list[int], budget: int | None, out: str, work_dir: str, command: str, jobs: int = 1,
+                note: str = "") -> bool:
     """Writes each row's report from the finished jobs already in `work_dir`, training nothing.
 
     For a run that was stopped before its last seed: a seed counts only if every job of it
@@ -253,6 +255,6 @@ def report_rows(names: list[str], seeds: list[int], budget: int | None, out: str
             print(f"{name}: no seed has finished all its jobs in {work_dir}", file=sys.stderr)
             ok = False
             continue
-        note = f"Rebuilt from the finished jobs' run folders; seeds {missing} had not finished and are left out." if missing else ""
-        finish_row(name, row_budget, results, out, command, jobs, note)
+        left_out = f"Rebuilt from the finished jobs' run folders; seeds {missing} had not finished and are left out." if missing else ""
+        finish_row(name, row_budget, results, out, command, jobs, " ".join(filter(None, [left_out, note])))
     return ok
