@@ -53,7 +53,7 @@ def main() -> int:
     ok = write(training, options.seeds, options.budget, options.out, options.work_dir, command, options.jobs, options.note) if training else True
     for name in options.rows:  # timings last, so that no training job runs beside them
         if name in THROUGHPUT_ROWS:
-            ok = THROUGHPUT_ROWS[name](options.out, command, options.repeats) and ok
+            ok = THROUGHPUT_ROWS[name](options.out, command, options.repeats, note=options.note) and ok
     if os.path.abspath(options.out) == os.path.join(HERE, "results"):  # not for a smoke test's --out
         print(f"rebuilt {write_index()}")
     return 0 if ok else 1

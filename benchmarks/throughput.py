@@ -218,16 +218,16 @@ def per_second(work: Callable[[], int]) -> float:
 
 
 def write_throughput_report(name: str, title: str, records: list[dict[str, Any]], setup: str, table: str,
-                            out: str, command: str) -> None:
-    """Writes ``<name>.csv`` (one line per timing) and ``<name>.md`` (command, date, machine, then `setup`, a
-    markdown list ending in a blank line, then the table); prints the table."""
+                            out: str, command: str, note: str = "") -> None:
+    """Writes ``<name>.csv`` (one line per timing) and ``<name>.md`` (command, `note` if any, date, machine, then
+    `setup`, a markdown list ending in a blank line, then the table); prints the table."""
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, f"{name}.csv"), "w", newline="") as file:
         writer = csv.DictWriter(file, fieldnames=["row", *records[0]])
         writer.writeheader()
         writer.writerows({"row": name, **r} for r in records)
     with open(os.path.join(out, f"{name}.md"), "w") as file:
-        file.write(f"# {name}: {title}\n\n- Command: `{command}`\n"
+        file.write(f"# {name}: {title}\n\n- Command: `{command}`\n" + (f"- Note: {note}\n" if note else "") +
                    f"- Date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}\n"
                    f"- Machine: {machine()}\n" + setup + table)
     print(f"\n## {name}\n\n" + table)
@@ -237,7 +237,7 @@ SAC_REFERENCES = ("plain-pytorch", "fastest-plain-pytorch", "sb3")  # the sac-th
 
 
 def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int, ...] = (128, 256),
-                       steps: int = 50, batch_size: int = 256) -> bool:
+                       steps: int = 50, batch_size: int = 256, note: str = "") -> bool:
     """Measures SAC gradient steps per second, elegantrl's `AgentSAC.update_net` against three references:
     `PlainSAC`, `FastSAC` and SB3's own `SAC.train`.
 
@@ -320,7 +320,7 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
         "timing with the reference's timing of the same repeat (median and interquartile range).\n\n"
     )
     write_throughput_report("sac-throughput", "SAC learner updates per second, elegantrl against plain PyTorch, "
-                            "the fastest plain loop and SB3", records, setup, table, out, command)
+                            "the fastest plain loop and SB3", records, setup, table, out, command, note)
     return True
 
 
@@ -467,7 +467,7 @@ ENV_REFERENCES = ("raw-gymnasium", "plain-policy-loop", "sb3")  # the env-throug
 
 def run_env_throughput(out: str, command: str, repeats: int, steps: int = 4096,
                        cases: tuple[tuple[str, str], ...] = (("CartPole-v1", "AgentDiscretePPO"), ("Pendulum-v1", "AgentPPO")),
-                       env_counts: tuple[int, ...] = (1, 8)) -> bool:
+                       env_counts: tuple[int, ...] = (1, 8), note: str = "") -> bool:
     """Measures env steps per second collected by elegantrl's `explore_env` against three references: the raw
     env with random actions, a plain loop with the same policy network, and SB3's PPO rollout collection.
 
@@ -526,7 +526,7 @@ def run_env_throughput(out: str, command: str, repeats: int, steps: int = 4096,
         "(median and interquartile range).\n\n"
     )
     write_throughput_report("env-throughput", "env steps per second collected by elegantrl against the raw env, a plain "
-                            "policy loop and SB3", records, setup, table, out, command)
+                            "policy loop and SB3", records, setup, table, out, command, note)
     return True
 
 
