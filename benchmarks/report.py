@@ -16,7 +16,7 @@ import numpy as np
 import stable_baselines3
 import torch
 
-from benchmarks.rows import HERE, ROWS, SB3, TARGET_HOLD, Row, gradient_steps_per_env_step, sb3_settings
+from benchmarks.rows import ROOT, ROWS, SB3, TARGET_HOLD, Row, gradient_steps_per_env_step, sb3_settings
 
 
 def add_ratios(results: list[dict[str, Any]]) -> None:
@@ -113,6 +113,20 @@ def tables(results: list[dict[str, Any]]) -> str:
             + "\n".join(per_seed) + "\n")
 
 
+# What a benchmark run writes itself: a committed report being made again must not mark its own run "-dirty".
+OUTPUTS = ("benchmarks/results", "docs/benchmarks.md", "docs/benchmark-ratios.png")
+
+
+def source_commit() -> str:
+    """The commit the benchmark's code is at, with "-dirty" if a tracked file other than the outputs differs from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True).stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD")
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", *(f":(exclude){path}" for path in OUTPUTS))
+    return commit + ("-dirty" if commit and changed else "")
+
+
 def machine() -> str:
     """The machine and the library versions, for the report."""
     cpu = platform.processor() or "unknown CPU"
@@ -125,7 +139,7 @@ def machine() -> str:
         contrib = f", sb3-contrib {sb3_contrib.__version__}"
     except ImportError:
         contrib = ""
-    commit = subprocess.run(["git", "-C", HERE, "describe", "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
+    commit = source_commit()
     return (f"{len(os.sched_getaffinity(0))} CPUs (nproc), {cpu}; Python {platform.python_version()}, torch {torch.__version__}, "
             f"stable-baselines3 {stable_baselines3.__version__}{contrib}, gymnasium {gym.__version__}, elegantrl at git {commit or 'unknown'}")
 
