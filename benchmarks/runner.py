@@ -67,9 +67,9 @@ class TargetCallback(BaseCallback):
     def _episode_return(self, seed: int) -> float:
         """The return of one deterministic episode on the evaluation env, reset with `seed`."""
         obs, _ = self.eval_env.reset(seed=seed)
+        normalizer = self.model.get_vec_normalize_env()  # the zoo's `normalize: true`: the policy sees normalised states
         total, done = 0.0, False
         while not done:
-            normalizer = self.model.get_vec_normalize_env()  # the zoo's `normalize: true`: the policy sees normalised states
             action, _ = self.model.predict(normalizer.normalize_obs(obs) if normalizer else obs, deterministic=True)
             obs, reward, terminated, truncated, _ = self.eval_env.step(action)
             total += float(reward)

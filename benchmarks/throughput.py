@@ -65,10 +65,14 @@ class PlainSAC:
         log_prob = -0.5 * noise.pow(2) - log_std - 0.5 * math.log(2 * math.pi) - 2.0 * (math.log(2.0) - u - F.softplus(-2.0 * u))
         return u.tanh(), log_prob.sum(dim=1)
 
+    def sample_batch(self) -> tuple[torch.Tensor, ...]:
+        """A uniform batch of (state, action, reward, undone, next_state) from the preallocated tensors."""
+        index = torch.randint(self.size, (self.batch_size,))
+        return tuple(self.data[key][index] for key in ("state", "action", "reward", "undone", "next_state"))
+
     def update(self) -> None:
         """One gradient step on the twin critics, then on the temperature and the actor."""
-        index = torch.randint(self.size, (self.batch_size,))
-        state, action, reward, undone, next_state = (self.data[key][index] for key in ("state", "action", "reward", "undone", "next_state"))
+        state, action, reward, undone, next_state = self.sample_batch()
         alpha = self.log_alpha.detach().exp()
 
         with torch.no_grad():
@@ -142,8 +146,7 @@ class FastSAC(PlainSAC):
 
     def update(self) -> None:
         """One gradient step on the twin critics, then on the temperature and the actor."""
-        index = torch.randint(self.size, (self.batch_size,))
-        state, action, reward, undone, next_state = (self.data[key][index] for key in ("state", "action", "reward", "undone", "next_state"))
+        state, action, reward, undone, next_state = self.sample_batch()
         alpha = self.log_alpha.detach().exp()
 
         with torch.no_grad():
