@@ -28,7 +28,7 @@ def main() -> int:
     parser.add_argument("--work-dir", default=os.path.join(HERE, "runs"), help="run folders of the jobs (default: benchmarks/runs, git-ignored)")
     parser.add_argument("--repeats", type=int, default=30, help="timings per library and case in sac-throughput and env-throughput (default: 30)")
     parser.add_argument("--jobs", type=int, default=1,
-                        help="(row, seed) pairs trained at once, each job a single-threaded process (default: 1; at most the number of CPUs)")
+                        help="(row, seed) pairs trained at once, each job single-threaded and pinned to its own core (default: 1; at most nproc)")
     parser.add_argument("--report-only", action="store_true",
                         help="train nothing: rewrite the rows' reports from the finished jobs in --work-dir (after a run was stopped)")
     parser.add_argument("--index", action="store_true",

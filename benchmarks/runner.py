@@ -7,6 +7,7 @@ import csv
 import json
 import math
 import os
+import queue
 import shutil
 import subprocess
 import sys
@@ -145,15 +146,16 @@ def run_job(job: Job) -> None:
 # ---- running the jobs and summarising them ---------------------------------------------------
 
 
-def launch(job: Job) -> bool:
-    """Runs `job` in a fresh interpreter and waits for it; returns whether it exited cleanly."""
+def launch(job: Job, core: int | None = None) -> bool:
+    """Runs `job` in a fresh interpreter, pinned to `core` if given, and waits for it; returns whether it exited cleanly."""
     shutil.rmtree(job.folder, ignore_errors=True)
     os.makedirs(job.folder)
     # One thread for numpy/BLAS too, so neither library steals the second core.
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     env["PYTHONPATH"] = os.pathsep.join([ROOT, *filter(None, [env.get("PYTHONPATH")])])  # for `-m benchmarks` from any folder
     command = [sys.executable, "-m", "benchmarks", "--job", json.dumps(asdict(job))]
-    return subprocess.run(command, env=env).returncode == 0
+    pin = None if core is None else (lambda: os.sched_setaffinity(0, {core}))
+    return subprocess.run(command, env=env, preexec_fn=pin).returncode == 0
 
 
 def summarise(job: Job, target: float, ok: bool) -> dict[str, Any]:
@@ -201,16 +203,27 @@ def seed_jobs(name: str, seed: int, budget: int, work_dir: str) -> list[Job]:
             for library, agent in [(SB3, row.sb3_algo)] + [(OURS, agent) for agent in row.agents]]
 
 
-def run_seed(name: str, seed: int, budget: int, work_dir: str) -> list[dict[str, Any]]:
-    """Runs the SB3 job of one row and seed, then each elegantrl agent's, one after another."""
+def run_seed(name: str, seed: int, budget: int, work_dir: str, cores: queue.Queue | None = None) -> list[dict[str, Any]]:
+    """Runs the SB3 job of one row and seed, then each elegantrl agent's, one after another.
+
+    With `cores` (several seeds at once), the seed takes a free core from it for all its jobs and
+    gives it back after, so that two seeds never share a core and a seed's libraries share one.
+    """
     row = ROWS[name]
-    results = []
-    for job in seed_jobs(name, seed, budget, work_dir):
-        result = summarise(job, row.target, launch(job))
-        results.append(result)
-        print(f"[{name} seed {seed}] {label(result)}: {result['status']} at {fmt(result['steps'], 0)} env steps, "
-              f"{fmt(result['seconds'])} s, best {fmt(result['best_return'])}", flush=True)
-    return results
+    core = None if cores is None else cores.get()
+    try:
+        return [launch_and_summarise(job, row.target, core) for job in seed_jobs(name, seed, budget, work_dir)]
+    finally:
+        if cores is not None:
+            cores.put(core)
+
+
+def launch_and_summarise(job: Job, target: float, core: int | None) -> dict[str, Any]:
+    """Launches one job and prints its one-line result."""
+    result = summarise(job, target, launch(job, core))
+    print(f"[{job.row} seed {job.seed}] {label(result)}: {result['status']} at {fmt(result['steps'], 0)} env steps, "
+          f"{fmt(result['seconds'])} s, best {fmt(result['best_return'])}", flush=True)
+    return result
 
 
 def run_rows(names: list[str], seeds: list[int], budget: int | None, out: str, work_dir: str, command: str, jobs: int = 1,
@@ -218,12 +231,18 @@ def run_rows(names: list[str], seeds: list[int], budget: int | None, out: str, w
     """Runs every (row, seed) of `names`, `jobs` of them at a time; writes each row's report; False on any error.
 
     A (row, seed) runs its libraries back to back, so a drift in machine speed hits both alike. With
-    ``jobs > 1`` several seeds train at once, each job a single-threaded process on its own core:
-    the machine is busier, but equally so for both libraries, and the report says how many ran at once.
+    ``jobs > 1`` several seeds train at once, each job a single-threaded process pinned to its own
+    core (of those this process may use): the machine is busier, but equally so for both libraries,
+    and the report says how many ran at once.
     """
     ok = True
+    cores: queue.Queue | None = None
+    if jobs > 1:
+        cores = queue.Queue()
+        for core in sorted(os.sched_getaffinity(0))[:jobs]:
+            cores.put(core)
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        pending = {name: [pool.submit(run_seed, name, seed, budget or ROWS[name].budget, work_dir) for seed in seeds]
+        pending = {name: [pool.submit(run_seed, name, seed, budget or ROWS[name].budget, work_dir, cores) for seed in seeds]
                    for name in names}
         for name, futures in pending.items():  # a row's report is written as soon as its own seeds are done
             results = [result for future in futures for result in future.result()]

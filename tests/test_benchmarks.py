@@ -2,10 +2,13 @@
 
 import csv
 import os
+import threading
+import time
 
 import pytest
 from stable_baselines3.common.vec_env import VecNormalize
 
+from benchmarks import runner
 from benchmarks.rows import ROWS, gradient_steps_per_env_step, sb3_settings
 from benchmarks.runner import Job, train_sb3
 from elegantrl import agent as agent_module
@@ -65,3 +68,27 @@ def test_sb3_side_applies_the_zoos_vecnormalize_and_evaluates_raw_returns(tmp_pa
     assert evaluation_steps >= 10 * 63  # 10 episodes of Acrobot, each at least 63 steps long
     # Acrobot pays -1 a step for at most 500 steps; normalised rewards (about unit scale per step) would not sum to this
     assert all(-500.0 <= float(record["return_mean"]) <= -63.0 for record in records)
+
+
+@pytest.mark.timeout(60)
+def test_seeds_that_run_at_once_are_pinned_to_different_cores(tmp_path, monkeypatch):
+    """With --jobs 2 each seed's jobs get a core of their own, and no two seeds running at once share one."""
+    running, seen, lock = {}, [], threading.Lock()
+
+    def launch(job, core=None):
+        with lock:
+            assert core not in running.values(), f"seed {job.seed} was given core {core}, which another seed is using"
+            running[job.seed] = core
+            seen.append((job.seed, core))
+        time.sleep(0.02)
+        with lock:
+            del running[job.seed]
+        return False  # counted as a crashed job: nothing trains
+
+    monkeypatch.setattr(runner, "launch", launch)
+    ok = runner.run_rows(["dqn-cartpole"], seeds=[0, 1, 2, 3], budget=None, out=str(tmp_path), work_dir=str(tmp_path / "runs"),
+                         command="test", jobs=2)
+    assert not ok  # every job "crashed"
+    assert {core for _, core in seen} <= os.sched_getaffinity(0) and None not in {core for _, core in seen}
+    for seed in range(4):  # all of a seed's jobs run on the one core it took
+        assert len({core for s, core in seen if s == seed}) == 1
