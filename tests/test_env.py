@@ -207,6 +207,31 @@ def test_a_non_finite_action_is_refused_as_divergence():
         env.step(np.array([np.nan]))
 
 
+def test_actions_outside_the_unit_box_are_clipped_to_asymmetric_bounds_exactly():
+    raw = SpaceEnv(gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Box(np.array([0.0, -3.0], np.float32), np.array([1.0, 5.0], np.float32)))
+    env = PreprocessEnv(raw, max_step=10)
+    env.reset(seed=0)
+    for action in ([-2.0, 2.0], [0.0, 0.0], [1.0, -1.0], [0.5, -0.25]):
+        env.step(np.array(action))
+    assert [a.tolist() for a in raw.actions] == [[0.0, 5.0], [0.5, 1.0], [1.0, -3.0], [0.75, 0.0]]
+
+
+@pytest.mark.parametrize("reward", [2, np.float32(2.0), np.float64(2.0), np.int64(2), np.array(2.0), [2.0]])
+def test_every_kind_of_real_reward_becomes_a_float(reward):
+    env = PreprocessEnv(SpaceEnv(gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Discrete(2), reward=reward), max_step=10)
+    env.reset(seed=0)
+    reward = env.step(0)[1]
+    assert type(reward) is float and reward == 2.0
+
+
+@pytest.mark.parametrize("reward", [True, np.bool_(True), 1j, np.complex64(1.0), "1.0", None])
+def test_a_reward_that_is_not_a_real_number_is_refused(reward):
+    env = PreprocessEnv(SpaceEnv(gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Discrete(2), reward=reward), max_step=10)
+    env.reset(seed=0)
+    with pytest.raises(TypeError, match="one real number"):
+        env.step(0)
+
+
 def test_a_reward_of_one_element_in_an_array_is_a_float():
     env = PreprocessEnv(SpaceEnv(gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Discrete(2), reward=np.array([2.5])), max_step=10)
     env.reset(seed=0)
