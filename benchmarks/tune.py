@@ -7,6 +7,11 @@ and stops at the target or the budget. The report gives, per candidate, the succ
 medians of env steps and training seconds to the target, and is written to
 ``benchmarks/results/tune/tune-<agent>-<env>.md`` with the command that made it.
 
+With ``--hold 2`` a run that reaches the target trains on to twice that env step, as the benchmark's
+runs do, and the report adds their stability: the share of evaluations after the first hit at or
+above the target, and the runs that fell below ``target - |target| / 2``. Use it to choose settings
+that keep what they learn, not only those that get there first.
+
     python benchmarks/tune.py --agent AgentQRDQN --env LunarLander-v3 --target 200 --budget 300000 \\
         --eval-gap 10000 --seeds 100 101 102 --jobs 2 \\
         --candidate defaults '{}' --candidate wide '{"net_dim": 256, "gamma": 0.995}'
@@ -18,10 +23,8 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import csv
 import datetime
 import json
-import math
 import os
 import shlex
 import statistics
@@ -30,14 +33,16 @@ import sys
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+if __package__ in (None, ""):  # run as `python benchmarks/tune.py`: the benchmarks package is one folder up
+    sys.path.insert(0, os.path.dirname(HERE))
 PROTOCOL_FIELDS = {"random_seed", "cwd", "if_remove", "device", "num_threads", "if_print", "eval_times1", "eval_times2", "eval_gap",
                    "break_step", "target_return", "target_hold"}  # the same for every candidate, set by `train`
 REPORTED_SEEDS = range(0, 100)  # the benchmark reports seeds 0-4; tuning keeps well away from them
 
 
 def train(agent: str, env_id: str, fields: dict[str, Any], agent_kwargs: dict[str, Any], seed: int, budget: int,
-          target: float, eval_gap: int, folder: str) -> None:
-    """One training run, in this process: the benchmark's elegantrl job, stopping at the target (tuning is time to target)."""
+          target: float, eval_gap: int, folder: str, hold: float = 1.0) -> None:
+    """One training run, in this process: the benchmark's elegantrl job, stopping at `hold` times the first hit's env step."""
     import torch
 
     from elegantrl import agent as agent_module
@@ -45,7 +50,7 @@ def train(agent: str, env_id: str, fields: dict[str, Any], agent_kwargs: dict[st
 
     torch.set_num_threads(1)
     protocol = dict(random_seed=seed, cwd=folder, if_remove=True, device="cpu", num_threads=1, if_print=False, eval_times1=10,
-                    eval_times2=0, eval_gap=eval_gap, break_step=budget, target_return=target, target_hold=1.0)
+                    eval_times2=0, eval_gap=eval_gap, break_step=budget, target_return=target, target_hold=hold)
     args = Arguments(agent=getattr(agent_module, agent)(**agent_kwargs), env=env_id, **protocol, **fields)
     train_and_evaluate(args)
 
@@ -55,18 +60,14 @@ def run_one(options: argparse.Namespace, name: str, settings: dict[str, Any], se
     folder = os.path.join(options.work_dir, f"{options.agent}-{options.env}", f"{name}-seed{seed}")
     job = dict(agent=options.agent, env_id=options.env, fields={k: v for k, v in settings.items() if k != "agent_kwargs"},
                agent_kwargs=settings.get("agent_kwargs", {}), seed=seed, budget=options.budget, target=options.target,
-               eval_gap=options.eval_gap, folder=folder)
+               eval_gap=options.eval_gap, folder=folder, hold=options.hold)
     threads = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, os.path.abspath(__file__), "--job", json.dumps(job)], env={**os.environ, **threads})
-    result = dict(candidate=name, seed=seed, status="error", steps=math.nan, seconds=math.nan, best_return=math.nan)
-    path = os.path.join(folder, "recorder.csv")
-    if done.returncode == 0 and os.path.isfile(path):
-        with open(path, newline="") as file:
-            records = [{k: float(v) for k, v in line.items() if v != ""} for line in csv.DictReader(file)]
-        hit = next((r for r in records if r["return_mean"] >= options.target), None)
-        end = hit or records[-1]
-        result.update(status="reached" if hit else "failed", steps=end["step"], seconds=end["seconds"],
-                      best_return=max(r["return_mean"] for r in records))
+    from benchmarks.runner import OURS, Job, summarise  # here, not at the top: a --job subprocess need not import SB3
+
+    summary = summarise(Job(f"tune-{options.env}", OURS, options.agent, seed, options.budget, folder), options.target, done.returncode == 0)
+    result = dict(candidate=name, **{key: summary[key] for key in ("seed", "status", "steps", "seconds", "best_return",
+                                                                 "later_evaluations", "later_held", "fell")})
     print(f"[{name} seed {seed}] {result['status']} at {result['steps']:,.0f} env steps, {result['seconds']:.1f} s, "
           f"best {result['best_return']:.1f}", flush=True)
     return result
@@ -80,18 +81,28 @@ def git_commit() -> str:
 
 def report(options: argparse.Namespace, candidates: dict[str, dict[str, Any]], results: list[dict[str, Any]], command: str) -> str:
     """The markdown report: one line per candidate (medians; failed runs count at the budget), then per seed."""
+    hold = options.hold > 1
     lines = [f"# Tuning {options.agent} on {options.env}: target {options.target:g}, budget {options.budget:,d} env steps", "",
              f"- Command: `{command}`",
              f"- Date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}; elegantrl at git {git_commit()}",
              f"- Seeds {', '.join(map(str, options.seeds))} (tuning seeds; the benchmark reports seeds 0-4); "
              f"10 deterministic episodes every {options.eval_gap:,d} env steps; one torch thread a job, {options.jobs} job(s) at a time.",
-             "- Settings not named are the agent family's defaults (and, where it has one, the tuned entry for this env).", "",
-             "| candidate | settings | success | median env steps | median training s | median best return |", "|---|---|---|---|---|---|"]
+             "- Settings not named are the agent family's defaults (and, where it has one, the tuned entry for this env).",
+             f"- A run that reaches the target trains on to {options.hold:g}× that env step; the stability columns count the evaluations "
+             "after the first hit, pooled over the candidate's runs, and the runs with one below target - |target| / 2." if hold else
+             "- A run stops at its first evaluation at or above the target.", "",
+             "| candidate | settings | success | median env steps | median training s | median best return |"
+             + (" held after the hit | runs that fell |" if hold else ""), "|---|---|---|---|---|---|" + ("---|---|" if hold else "")]
     for name, settings in candidates.items():
         runs = [r for r in results if r["candidate"] == name]
         cells = [statistics.median(r[key] for r in runs) for key in ("steps", "seconds", "best_return")]
         success = sum(r["status"] == "reached" for r in runs)
-        lines.append(f"| {name} | `{json.dumps(settings)}` | {success}/{len(runs)} | {cells[0]:,.0f} | {cells[1]:.1f} | {cells[2]:.1f} |")
+        line = f"| {name} | `{json.dumps(settings)}` | {success}/{len(runs)} | {cells[0]:,.0f} | {cells[1]:.1f} | {cells[2]:.1f} |"
+        if hold:
+            later, held = sum(r["later_evaluations"] for r in runs), sum(r["later_held"] for r in runs)
+            line += f" {held / later:.0%} ({held}/{later}) |" if later else " – |"
+            line += f" {sum(r['fell'] for r in runs)}/{success} |"
+        lines.append(line)
     lines += ["", "| candidate | seed | status | env steps | training s | best return |", "|---|---|---|---|---|---|"]
     lines += [f"| {r['candidate']} | {r['seed']} | {r['status']} | {r['steps']:,.0f} | {r['seconds']:.1f} | {r['best_return']:.1f} |"
               for r in results]
@@ -110,6 +121,8 @@ def main() -> int:
     parser.add_argument("--candidate", nargs=2, action="append", metavar=("NAME", "JSON"), default=[],
                         help='a candidate: a name and its settings as JSON, e.g. wide \'{"net_dim": 256}\'; '
                              'agent arguments go under "agent_kwargs"')
+    parser.add_argument("--hold", type=float, default=1.0,
+                        help="train on to this multiple of the first hit's env step and report stability after it (default: 1, stop at the hit)")
     parser.add_argument("--name", default="", help="a suffix for the report's file name, e.g. seed102")
     parser.add_argument("--jobs", type=int, default=1, help="runs at once, each on one core (default: 1)")
     parser.add_argument("--out", default=os.path.join(HERE, "results", "tune"), help="where the report goes (default: benchmarks/results/tune)")
@@ -124,6 +137,8 @@ def main() -> int:
         parser.error("the following arguments are required: " + ", ".join("--" + flag for flag in missing))
     if not options.candidate:
         parser.error("name at least one --candidate NAME JSON, e.g. --candidate defaults '{}'")
+    if not options.hold >= 1:
+        parser.error(f"--hold is a multiple of the first hit's env step, 1 or more (got {options.hold})")
     if any(seed in REPORTED_SEEDS for seed in options.seeds):
         parser.error(f"tune on seeds 100 and up; seeds below 100 are kept for the reported benchmark (got {options.seeds})")
     candidates = {name: json.loads(text) for name, text in options.candidate}

@@ -2,6 +2,8 @@
 
 import csv
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -9,7 +11,7 @@ import pytest
 from stable_baselines3.common.vec_env import VecNormalize
 
 from benchmarks import runner
-from benchmarks.rows import ROWS, gradient_steps_per_env_step, sb3_settings
+from benchmarks.rows import ROOT, ROWS, gradient_steps_per_env_step, sb3_settings
 from benchmarks.runner import Job, train_sb3
 from elegantrl import agent as agent_module
 from elegantrl.run import Arguments
@@ -92,3 +94,21 @@ def test_seeds_that_run_at_once_are_pinned_to_different_cores(tmp_path, monkeypa
     assert {core for _, core in seen} <= os.sched_getaffinity(0) and None not in {core for _, core in seen}
     for seed in range(4):  # all of a seed's jobs run on the one core it took
         assert len({core for s, core in seen if s == seed}) == 1
+
+
+@pytest.mark.timeout(300)
+def test_a_tuning_sweep_with_hold_trains_past_the_hit_and_reports_what_it_kept(tmp_path):
+    """`benchmarks/tune.py --hold 2`: the run goes on to twice its first hit and the report counts the evaluations after it."""
+    command = [sys.executable, os.path.join(ROOT, "benchmarks", "tune.py"), "--agent", "AgentDiscretePPO", "--env", "CartPole-v1",
+               "--target", "100", "--budget", "20000", "--seeds", "100", "--hold", "2", "--candidate", "defaults", "{}",
+               "--out", str(tmp_path), "--work-dir", str(tmp_path / "runs")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=280)
+    assert done.returncode == 0, done.stderr[-2000:]
+    with open(tmp_path / "runs" / "AgentDiscretePPO-CartPole-v1" / "defaults-seed100" / "recorder.csv", newline="") as file:
+        records = [(float(r["step"]), float(r["return_mean"])) for r in csv.DictReader(file)]
+    hit = next(step for step, value in records if value >= 100)
+    later = [value for step, value in records if step > hit]
+    assert records[-1][0] >= 2 * hit and later
+    report = (tmp_path / "tune-discreteppo-cartpole-v1.md").read_text()
+    held = sum(value >= 100 for value in later)
+    assert "held after the hit" in report and f"({held}/{len(later)})" in report
