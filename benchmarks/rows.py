@@ -465,15 +465,15 @@ def matched(name: str, agent: str, width: int = 256) -> Row:
     Both sides get two hidden layers of `width` (elegantrl's networks have one width, so the zoo's
     400×300 becomes width × width on SB3's side too). elegantrl takes SB3's batch size, its gradient
     steps per env step (as ``repeat_times`` = steps × batch), its warm-up of random actions and its
-    buffer size, and, so that the two learn alike, its discount, its learning rate where constant,
-    its soft-update rate (not DQN's periodic copies), its number of quantiles and its epsilon
-    schedule. What still differs is each library's own design: the network and update code, the
-    replay buffer; the cadence (elegantrl collects rounds of ``target_step`` env steps, then takes
-    their gradient steps, where SB3 trains every ``train_freq`` env steps); DQN's target network
-    (SB3 copies it every ``target_update_interval`` env steps); TD3's target networks (SB3 moves
-    them once per actor step, elegantrl after every critic step); the critic loss (SB3's SAC and
-    TD3 use MSE, elegantrl SmoothL1); SB3 DQN's gradient clipping at norm 10; SB3's learning-rate
-    schedules where the zoo has one.
+    buffer size, and, so that the two learn alike, its discount, its learning rate (the zoo's linear
+    decays as ``lr_decay_steps``, to zero at the same env step), its soft-update rate (not DQN's
+    periodic copies), its number of quantiles and its epsilon schedule. What still differs is each
+    library's own design: the network and update code, the replay buffer; the cadence (elegantrl
+    collects rounds of ``target_step`` env steps, then takes their gradient steps, where SB3 trains
+    every ``train_freq`` env steps); DQN's target network (SB3 copies it every
+    ``target_update_interval`` env steps); TD3's target networks (SB3 moves them once per actor step,
+    elegantrl after every critic step); the critic loss (SB3's SAC and TD3 use MSE, elegantrl SmoothL1);
+    SB3 DQN's gradient clipping at norm 10.
     """
     base = ROWS[name]
 
@@ -487,8 +487,13 @@ def matched(name: str, agent: str, width: int = 256) -> Row:
     batch = settings["batch_size"]
     fields = dict(net_dim=width, batch_size=batch, repeat_times=gradient_steps_per_env_step(settings) * batch,
                   warmup_steps=settings["learning_starts"], max_memo=settings["buffer_size"], gamma=settings["gamma"])
-    if isinstance(settings["learning_rate"], float):
-        fields["learning_rate"] = settings["learning_rate"]
+    rate = settings["learning_rate"]
+    if isinstance(rate, float):
+        fields["learning_rate"] = rate
+    elif isinstance(rate, LinearSchedule) and rate.end == 0.0:  # the zoo's lin_X: zero at end_fraction of the budget given
+        fields.update(learning_rate=rate.start, lr_decay_steps=round(rate.end_fraction * base.budget))
+    else:
+        raise ValueError(f"{name}: SB3's learning rate {rate!r} has no elegantrl counterpart; matched rows take a constant or lin_X")
     agent_kwargs: dict[str, Any] = {}
     if "exploration_fraction" in settings:  # the DQN family: epsilon-greedy, over the same env steps
         agent_kwargs = dict(explore_rate=(settings["exploration_initial_eps"], settings["exploration_final_eps"]),

@@ -171,6 +171,7 @@ class AgentBase:
         self._update_credit = 0.0  # fractional gradient steps carried to the next update_net
         self.last_state: np.ndarray | None = None  # where the next rollout continues; None: reset first
         self.learner_group: Any = None  # an elegantrl.distributed.LearnerGroup where several learners train together
+        self._base_learning_rates: list[list[float]] | None = None  # for scale_learning_rates
         # running state statistics for update_state_norm; tensors, so that checkpoints keep them
         self.state_count = torch.zeros((), device=self.device)
         self.state_mean = torch.zeros(state_dim, device=self.device)
@@ -328,6 +329,16 @@ class AgentBase:
         optimizer.step()
 
     # ---- saving -------------------------------------------------------------------------------
+
+    def scale_learning_rates(self, factor: float) -> None:
+        """Sets every optimizer's learning rate to `factor` times the one it had at the first call
+        (``Arguments.lr_decay_steps`` calls it before each update with the remaining fraction)."""
+        optimizers = [part for part in self._saved_parts().values() if isinstance(part, torch.optim.Optimizer)]
+        if self._base_learning_rates is None:
+            self._base_learning_rates = [[group["lr"] for group in optimizer.param_groups] for optimizer in optimizers]
+        for optimizer, rates in zip(optimizers, self._base_learning_rates):
+            for group, rate in zip(optimizer.param_groups, rates):
+                group["lr"] = rate * factor
 
     def _saved_parts(self) -> dict[str, Any]:
         """Networks, optimizers and learned tensors (e.g. SAC's log_alpha): what a checkpoint holds."""

@@ -34,7 +34,7 @@ from elegantrl.replay import Transitions
 from elegantrl.tuned import tuned_entry
 
 FAMILY_BASES = (AgentBase, AgentOffPolicy, AgentOnPolicy, AgentMCTS)  # templates, not agents a user trains
-FIELD_DEFAULTS = dict(gamma=0.99, num_envs=1)  # fields that no family's arg_defaults sets and no tuned entry did
+FIELD_DEFAULTS = dict(gamma=0.99, num_envs=1, lr_decay_steps=0)  # fields that no family's arg_defaults sets and no tuned entry did
 CURVE_SECONDS = 30.0  # learning_curve.png is redrawn at an evaluation at most this often (and at the end)
 
 
@@ -83,6 +83,8 @@ class Arguments:
     max_memo: int | None = _arg(None, "replay buffer capacity in transitions", int)
     warmup_steps: int | None = _arg(None, "env steps of uniformly random actions before learning", int)
     learning_rate: float | None = _arg(None, "Adam learning rate", float)
+    lr_decay_steps: int | None = _arg(None, "decay every learning rate linearly to zero over this many env steps, as SB3's "
+                                            "'lin_' schedules do over a run's length (then learning stops); 0 keeps it constant", int)
     soft_update_tau: float | None = _arg(None, "target networks move this fraction toward the online ones per step", float)
     gamma: float | None = _arg(None, "discount factor per env step", float)
     reward_scale: float = _arg(1.0, "rewards are multiplied by this in the learning targets", float)
@@ -260,7 +262,7 @@ class Arguments:
                 raise ValueError(f"Arguments.{name} must be positive, got {getattr(self, name)!r}")
         if self.random_seed is not None and not 0 <= self.random_seed < 2**32:
             raise ValueError(f"Arguments.random_seed must be an integer from 0 to 2**32 - 1, got {self.random_seed!r}")
-        for name in ["warmup_steps", "eval_times2"]:
+        for name in ["warmup_steps", "eval_times2", "lr_decay_steps"]:
             if getattr(self, name) < 0:
                 raise ValueError(f"Arguments.{name} must be zero or positive, got {getattr(self, name)!r}")
         if self.if_on_policy and self.warmup_steps:
@@ -747,6 +749,8 @@ def store_and_update(agent: AgentBase, buffer: Any, rollouts: list[Transitions],
     for rollout in rollouts:
         buffer.extend(rollout)
         new_steps += rollout.reward.numel()
+    if if_update and args.lr_decay_steps:  # from the step count alone, so that a resumed run goes on where it was
+        agent.scale_learning_rates(max(0.0, 1.0 - agent.total_steps / args.lr_decay_steps))
     logs = agent.update_net(buffer, new_steps) if if_update else {}
     if args.if_state_norm:  # after the update: a rollout and its update see the same normalisation
         agent.update_state_norm(torch.cat([rollout.state.reshape(-1, agent.state_dim) for rollout in rollouts]))

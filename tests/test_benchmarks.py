@@ -44,6 +44,11 @@ def test_matched_rows_do_the_same_work_on_both_sides(name):
     assert args.batch_size == settings["batch_size"]
     assert args.repeat_times / args.batch_size == gradient_steps_per_env_step(settings)
     assert args.warmup_steps == settings["learning_starts"]
+    rate = settings["learning_rate"]  # a constant, or the zoo's lin_X: the same rate at every env step
+    for step in (0, row.budget // 4, row.budget // 2, row.budget):
+        sb3_rate = rate if isinstance(rate, float) else rate(1.0 - step / row.budget)
+        ours = args.learning_rate * (max(0.0, 1.0 - step / args.lr_decay_steps) if args.lr_decay_steps else 1.0)
+        assert ours == pytest.approx(sb3_rate, abs=1e-12), (step, ours, sb3_rate)
     assert agent.removeprefix("Agent") == row.sb3_algo  # the same algorithm, not D3QN against DQN
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from elegantrl.agent import AgentD3QN, AgentDQN
+from elegantrl.agent import AgentD3QN, AgentDQN, AgentSAC
 from elegantrl.env import PreprocessEnv
 from elegantrl.run import Arguments, Evaluator, train_and_evaluate
 
@@ -46,6 +46,7 @@ def test_agent_class_is_accepted_and_defaults_are_filled(tmp_path):
         (dict(learning_rate=-1e-3), ValueError, "learning_rate must be positive"),
         (dict(gamma=1.5), ValueError, "gamma"),
         (dict(target_hold=0.5), ValueError, "target_hold"),
+        (dict(lr_decay_steps=-1), ValueError, "lr_decay_steps must be zero or positive"),
         (dict(batch_size=512, max_memo=256), ValueError, "exceeds max_memo"),
         (dict(if_on_policy=True), ValueError, "off-policy"),
         (dict(env="Pendulum-v1"), ValueError, "needs a discrete action space.*Pendulum-v1 has Box"),
@@ -374,3 +375,26 @@ def test_a_resumed_run_counts_its_target_hold_from_its_own_first_hit(tmp_path):
     args = Arguments(agent=AgentD3QN(), if_resume=True, target_hold=3.0, **run)
     train_and_evaluate(args)
     assert 3 * hit <= int(read_record(args.cwd)[-1]["step"]) <= 3 * hit + args.target_step
+
+
+def test_lr_decay_steps_decays_every_learning_rate_linearly_and_a_resumed_run_goes_on_along_it(tmp_path):
+    cwd, decay = str(tmp_path / "run"), 1024
+    first = train_and_evaluate(Arguments(agent=AgentSAC(), env="Pendulum-v1", cwd=cwd, learning_rate=1e-3, lr_decay_steps=decay,
+                                         **{**TINY, "break_step": 256}))
+    optimizers = (first.critic_optimizer, first.actor_optimizer, first.alpha_optimizer)  # SAC's temperature too, as in SB3
+    # the last update came after the last round's steps: the rate is what remains of the decay there
+    assert [o.param_groups[0]["lr"] for o in optimizers] == [pytest.approx(1e-3 * (1 - 256 / decay))] * 3
+    resumed = train_and_evaluate(Arguments(agent=AgentSAC(), env="Pendulum-v1", cwd=cwd, if_resume=True, learning_rate=1e-3,
+                                           lr_decay_steps=decay, **{**TINY, "break_step": 512}))
+    assert resumed.critic_optimizer.param_groups[0]["lr"] == pytest.approx(1e-3 * (1 - 512 / decay))
+    constant = train_and_evaluate(Arguments(agent=AgentSAC(), env="Pendulum-v1", cwd=str(tmp_path / "constant"), learning_rate=1e-3,
+                                            **{**TINY, "break_step": 256}))
+    assert constant.critic_optimizer.param_groups[0]["lr"] == 1e-3  # the default, 0, keeps it
+
+
+def test_scale_learning_rates_scales_the_rates_of_the_first_call_not_the_last():
+    agent = AgentSAC()
+    agent.init(16, 3, 1, learning_rate=1e-3)
+    agent.scale_learning_rates(0.5)
+    agent.scale_learning_rates(0.25)
+    assert agent.actor_optimizer.param_groups[0]["lr"] == pytest.approx(2.5e-4)
