@@ -473,15 +473,17 @@ def matched(name: str, agent: str, width: int = 256) -> Row:
     every ``train_freq`` env steps); DQN's target network (SB3 copies it every
     ``target_update_interval`` env steps); TD3's target networks (SB3 moves them once per actor step,
     elegantrl after every critic step); the critic loss (SB3's SAC and TD3 use MSE, elegantrl SmoothL1);
-    SB3 DQN's gradient clipping at norm 10.
+    SB3 DQN's gradient clipping at norm 10. Where the row stops SB3 early (``sb3_budget``: its learning
+    rate is zero there), both sides stop there.
     """
     base = ROWS[name]
+    budget = min(base.budget, base.sb3_budget or base.budget)
 
     def sb3_hyperparams(budget: int) -> dict[str, Any]:
         hyperparams = base.sb3_hyperparams(budget)
         return {**hyperparams, "policy_kwargs": {**hyperparams.get("policy_kwargs", {}), "net_arch": [width, width]}}
 
-    settings = sb3_settings(base.sb3_algo, sb3_hyperparams(base.budget))
+    settings = sb3_settings(base.sb3_algo, sb3_hyperparams(budget))
     if settings.get("n_envs", 1) != 1:
         raise ValueError(f"{name}: matched rows are for one-env off-policy rows, this one has n_envs={settings['n_envs']}")
     batch = settings["batch_size"]
@@ -491,19 +493,19 @@ def matched(name: str, agent: str, width: int = 256) -> Row:
     if isinstance(rate, float):
         fields["learning_rate"] = rate
     elif isinstance(rate, LinearSchedule) and rate.end == 0.0:  # the zoo's lin_X: zero at end_fraction of the budget given
-        fields.update(learning_rate=rate.start, lr_decay_steps=round(rate.end_fraction * base.budget))
+        fields.update(learning_rate=rate.start, lr_decay_steps=round(rate.end_fraction * budget))
     else:
         raise ValueError(f"{name}: SB3's learning rate {rate!r} has no elegantrl counterpart; matched rows take a constant or lin_X")
     agent_kwargs: dict[str, Any] = {}
     if "exploration_fraction" in settings:  # the DQN family: epsilon-greedy, over the same env steps
         agent_kwargs = dict(explore_rate=(settings["exploration_initial_eps"], settings["exploration_final_eps"]),
-                            explore_decay_steps=round(settings["exploration_fraction"] * base.budget))
+                            explore_decay_steps=round(settings["exploration_fraction"] * budget))
     else:
         fields["soft_update_tau"] = settings["tau"]
     if "n_quantiles" in settings["policy_kwargs"]:
         agent_kwargs["num_quantiles"] = settings["policy_kwargs"]["n_quantiles"]
-    return replace(base, sb3_hyperparams=sb3_hyperparams, agents=(agent,), matched=True, elegantrl_args=fields, agent_kwargs=agent_kwargs,
-                   sb3_note=f"{base.sb3_note}; at matched compute: net_arch=[{width}, {width}] on both sides")
+    return replace(base, budget=budget, sb3_hyperparams=sb3_hyperparams, agents=(agent,), matched=True, elegantrl_args=fields,
+                   agent_kwargs=agent_kwargs, sb3_note=f"{base.sb3_note}; at matched compute: net_arch=[{width}, {width}] on both sides")
 
 
 # The same algorithm on both sides (DQN against DQN, not D3QN), so that only the library differs.

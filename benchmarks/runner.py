@@ -39,6 +39,7 @@ class Job:
     seed: int
     budget: int
     folder: str
+    core: int | None = None  # the CPU the job's process pins itself to (several jobs at once), or None
 
 
 class TargetCallback(BaseCallback):
@@ -137,7 +138,9 @@ def train_elegantrl(job: Job, row: Row) -> None:
 
 
 def run_job(job: Job) -> None:
-    """Entry point of a job subprocess: one thread for torch, then train."""
+    """Entry point of a job subprocess: pinned to its core if it has one, one thread for torch, then train."""
+    if job.core is not None:
+        os.sched_setaffinity(0, {job.core})
     torch.set_num_threads(1)  # both libraries get one core; the other is left for the OS
     row = ROWS[job.row]
     (train_sb3 if job.library == SB3 else train_elegantrl)(job, row)
@@ -147,15 +150,18 @@ def run_job(job: Job) -> None:
 
 
 def launch(job: Job, core: int | None = None) -> bool:
-    """Runs `job` in a fresh interpreter, pinned to `core` if given, and waits for it; returns whether it exited cleanly."""
+    """Runs `job` in a fresh interpreter, which pins itself to `core` if given, and waits for it; returns whether it exited cleanly.
+
+    The child pins itself (`run_job`): a ``preexec_fn`` is not safe in a process with threads, and the
+    jobs are launched from a thread pool.
+    """
     shutil.rmtree(job.folder, ignore_errors=True)
     os.makedirs(job.folder)
     # One thread for numpy/BLAS too, so neither library steals the second core.
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     env["PYTHONPATH"] = os.pathsep.join([ROOT, *filter(None, [env.get("PYTHONPATH")])])  # for `-m benchmarks` from any folder
-    command = [sys.executable, "-m", "benchmarks", "--job", json.dumps(asdict(job))]
-    pin = None if core is None else (lambda: os.sched_setaffinity(0, {core}))
-    return subprocess.run(command, env=env, preexec_fn=pin).returncode == 0
+    command = [sys.executable, "-m", "benchmarks", "--job", json.dumps({**asdict(job), "core": core})]
+    return subprocess.run(command, env=env).returncode == 0
 
 
 def summarise(job: Job, target: float, ok: bool) -> dict[str, Any]:
@@ -239,7 +245,7 @@ def run_rows(names: list[str], seeds: list[int], budget: int | None, out: str, w
     cores: queue.Queue | None = None
     if jobs > 1:
         cores = queue.Queue()
-        for core in sorted(os.sched_getaffinity(0))[:jobs]:
+        for core in sorted(os.sched_getaffinity(0))[:jobs]:  # logical CPUs, as nproc counts them
             cores.put(core)
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         pending = {name: [pool.submit(run_seed, name, seed, budget or ROWS[name].budget, work_dir, cores) for seed in seeds]

@@ -25,6 +25,7 @@ import argparse
 import concurrent.futures
 import datetime
 import json
+import math
 import os
 import shlex
 import statistics
@@ -63,7 +64,7 @@ def run_one(options: argparse.Namespace, name: str, settings: dict[str, Any], se
                eval_gap=options.eval_gap, folder=folder, hold=options.hold)
     threads = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, os.path.abspath(__file__), "--job", json.dumps(job)], env={**os.environ, **threads})
-    from benchmarks.runner import OURS, Job, summarise  # here, not at the top: a --job subprocess need not import SB3
+    from benchmarks.runner import OURS, Job, summarise  # imported by main() before the first run: this is a lookup
 
     summary = summarise(Job(f"tune-{options.env}", OURS, options.agent, seed, options.budget, folder), options.target, done.returncode == 0)
     result = dict(candidate=name, **{key: summary[key] for key in ("seed", "status", "steps", "seconds", "best_return",
@@ -124,7 +125,7 @@ def main() -> int:
     parser.add_argument("--hold", type=float, default=1.0,
                         help="train on to this multiple of the first hit's env step and report stability after it (default: 1, stop at the hit)")
     parser.add_argument("--name", default="", help="a suffix for the report's file name, e.g. seed102")
-    parser.add_argument("--jobs", type=int, default=1, help="runs at once, each on one core (default: 1)")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once, each a single-threaded process (default: 1)")
     parser.add_argument("--out", default=os.path.join(HERE, "results", "tune"), help="where the report goes (default: benchmarks/results/tune)")
     parser.add_argument("--work-dir", default=os.path.join(HERE, "runs", "tune"), help="run folders (default: benchmarks/runs/tune)")
     parser.add_argument("--job", help=argparse.SUPPRESS)  # internal: one run, as JSON
@@ -137,8 +138,9 @@ def main() -> int:
         parser.error("the following arguments are required: " + ", ".join("--" + flag for flag in missing))
     if not options.candidate:
         parser.error("name at least one --candidate NAME JSON, e.g. --candidate defaults '{}'")
-    if not options.hold >= 1:
-        parser.error(f"--hold is a multiple of the first hit's env step, 1 or more (got {options.hold})")
+    if not (math.isfinite(options.hold) and options.hold >= 1):
+        parser.error(f"--hold is a multiple of the first hit's env step, a finite number of 1 or more (got {options.hold})")
+    import benchmarks.runner  # noqa: F401  (needs SB3: fail here, not after the first run; a --job subprocess does without it)
     if any(seed in REPORTED_SEEDS for seed in options.seeds):
         parser.error(f"tune on seeds 100 and up; seeds below 100 are kept for the reported benchmark (got {options.seeds})")
     candidates = {name: json.loads(text) for name, text in options.candidate}

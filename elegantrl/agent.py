@@ -330,12 +330,21 @@ class AgentBase:
 
     # ---- saving -------------------------------------------------------------------------------
 
+    def optimizers(self) -> list[torch.optim.Optimizer]:
+        """Every optimizer the agent has (its networks', and e.g. SAC's temperature's), in a fixed order."""
+        return [part for part in self._saved_parts().values() if isinstance(part, torch.optim.Optimizer)]
+
     def scale_learning_rates(self, factor: float) -> None:
         """Sets every optimizer's learning rate to `factor` times the one it had at the first call
         (``Arguments.lr_decay_steps`` calls it before each update with the remaining fraction)."""
-        optimizers = [part for part in self._saved_parts().values() if isinstance(part, torch.optim.Optimizer)]
+        if not (math.isfinite(factor) and factor >= 0.0):
+            raise ValueError(f"a learning-rate factor must be a finite number of at least 0, got {factor!r}")
+        optimizers = self.optimizers()
         if self._base_learning_rates is None:
             self._base_learning_rates = [[group["lr"] for group in optimizer.param_groups] for optimizer in optimizers]
+        if len(optimizers) != len(self._base_learning_rates):
+            raise RuntimeError(f"{type(self).__name__} has {len(optimizers)} optimizers, {len(self._base_learning_rates)} at the "
+                               f"first scale_learning_rates call: build every optimizer in init()")
         for optimizer, rates in zip(optimizers, self._base_learning_rates):
             for group, rate in zip(optimizer.param_groups, rates):
                 group["lr"] = rate * factor

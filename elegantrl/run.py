@@ -265,6 +265,10 @@ class Arguments:
         for name in ["warmup_steps", "eval_times2", "lr_decay_steps"]:
             if getattr(self, name) < 0:
                 raise ValueError(f"Arguments.{name} must be zero or positive, got {getattr(self, name)!r}")
+        if 0 < self.lr_decay_steps <= self.warmup_steps:
+            raise ValueError(f"lr_decay_steps={self.lr_decay_steps} ends the learning-rate decay within the {self.warmup_steps} "
+                             f"warm-up steps, before the first update: nothing would be learned. Raise lr_decay_steps (SB3's "
+                             f"lin_ schedules decay over the whole run: e.g. break_step), or set 0 for a constant rate")
         if self.if_on_policy and self.warmup_steps:
             raise ValueError(f"warmup_steps={self.warmup_steps}, but {type(self.agent).__name__} learns on-policy, only from "
                              f"rollouts of its own policy: random warm-up steps would be thrown away. Set warmup_steps=0")
@@ -642,7 +646,7 @@ def load_for_resume(agent: AgentBase, args: Arguments) -> None:
     Raises ValueError for weights that diverged or a `break_step` the run has already reached.
     The replay buffer is not saved: the warm-up steps refill it.
     """
-    optimizers = [part for part in agent._saved_parts().values() if isinstance(part, torch.optim.Optimizer)]
+    optimizers = agent.optimizers()
     learning_rates = [[group["lr"] for group in optimizer.param_groups] for optimizer in optimizers]
     agent.save_or_load_agent(args.cwd, if_save=False)
     for optimizer, rates in zip(optimizers, learning_rates):  # loading brought back the saved run's rates
@@ -743,6 +747,12 @@ def round_plan(args: Arguments, total_steps: int, width: int, is_first: bool) ->
     return min(affordable, args.target_step), False, True
 
 
+def lr_decay_factor(total_steps: int, lr_decay_steps: int) -> float:
+    """The fraction of the learning rate left after `total_steps` env steps of a linear decay to zero over
+    `lr_decay_steps` (``Arguments.lr_decay_steps``; 0 is no decay)."""
+    return max(0.0, 1.0 - total_steps / lr_decay_steps) if lr_decay_steps else 1.0
+
+
 def store_and_update(agent: AgentBase, buffer: Any, rollouts: list[Transitions], args: Arguments, if_update: bool) -> dict[str, float]:
     """Stores the round's rollouts and, unless warming up, learns from them; returns the logging figures."""
     new_steps = 0
@@ -750,7 +760,7 @@ def store_and_update(agent: AgentBase, buffer: Any, rollouts: list[Transitions],
         buffer.extend(rollout)
         new_steps += rollout.reward.numel()
     if if_update and args.lr_decay_steps:  # from the step count alone, so that a resumed run goes on where it was
-        agent.scale_learning_rates(max(0.0, 1.0 - agent.total_steps / args.lr_decay_steps))
+        agent.scale_learning_rates(lr_decay_factor(agent.total_steps, args.lr_decay_steps))
     logs = agent.update_net(buffer, new_steps) if if_update else {}
     if args.if_state_norm:  # after the update: a rollout and its update see the same normalisation
         agent.update_state_norm(torch.cat([rollout.state.reshape(-1, agent.state_dim) for rollout in rollouts]))

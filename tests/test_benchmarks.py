@@ -1,6 +1,7 @@
 """The benchmark's rows: matched-compute rows really match, and SB3's side runs the zoo's wrappers."""
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from benchmarks import runner
 from benchmarks.rows import ROOT, ROWS, gradient_steps_per_env_step, sb3_settings
 from benchmarks.runner import Job, train_sb3
 from elegantrl import agent as agent_module
-from elegantrl.run import Arguments
+from elegantrl.run import Arguments, lr_decay_factor
 
 
 def test_gradient_steps_per_env_step_reads_train_freq_and_gradient_steps():
@@ -47,7 +48,7 @@ def test_matched_rows_do_the_same_work_on_both_sides(name):
     rate = settings["learning_rate"]  # a constant, or the zoo's lin_X: the same rate at every env step
     for step in (0, row.budget // 4, row.budget // 2, row.budget):
         sb3_rate = rate if isinstance(rate, float) else rate(1.0 - step / row.budget)
-        ours = args.learning_rate * (max(0.0, 1.0 - step / args.lr_decay_steps) if args.lr_decay_steps else 1.0)
+        ours = args.learning_rate * lr_decay_factor(step, args.lr_decay_steps)
         assert ours == pytest.approx(sb3_rate, abs=1e-12), (step, ours, sb3_rate)
     assert agent.removeprefix("Agent") == row.sb3_algo  # the same algorithm, not D3QN against DQN
 
@@ -79,20 +80,23 @@ def test_sb3_side_applies_the_zoos_vecnormalize_and_evaluates_raw_returns(tmp_pa
 
 @pytest.mark.timeout(60)
 def test_seeds_that_run_at_once_are_pinned_to_different_cores(tmp_path, monkeypatch):
-    """With --jobs 2 each seed's jobs get a core of their own, and no two seeds running at once share one."""
-    running, seen, lock = {}, [], threading.Lock()
+    """With --jobs 2 each job's process is told a core of its own, and no two seeds running at once share one."""
+    running, seen, lock, real_run = {}, [], threading.Lock(), subprocess.run
 
-    def launch(job, core=None):
+    def run(command, **kwargs):  # stands in for the child: what launch() passed it, then a crash
+        if "--job" not in command:  # e.g. the report's git describe
+            return real_run(command, **kwargs)
+        job = json.loads(command[command.index("--job") + 1])
         with lock:
-            assert core not in running.values(), f"seed {job.seed} was given core {core}, which another seed is using"
-            running[job.seed] = core
-            seen.append((job.seed, core))
+            assert job["core"] not in running.values(), f"seed {job['seed']} was given core {job['core']}, which another seed is using"
+            running[job["seed"]] = job["core"]
+            seen.append((job["seed"], job["core"]))
         time.sleep(0.02)
         with lock:
-            del running[job.seed]
-        return False  # counted as a crashed job: nothing trains
+            del running[job["seed"]]
+        return subprocess.CompletedProcess(command, 1)
 
-    monkeypatch.setattr(runner, "launch", launch)
+    monkeypatch.setattr(runner.subprocess, "run", run)
     ok = runner.run_rows(["dqn-cartpole"], seeds=[0, 1, 2, 3], budget=None, out=str(tmp_path), work_dir=str(tmp_path / "runs"),
                          command="test", jobs=2)
     assert not ok  # every job "crashed"
@@ -111,7 +115,8 @@ def test_a_tuning_sweep_with_hold_trains_past_the_hit_and_reports_what_it_kept(t
     assert done.returncode == 0, done.stderr[-2000:]
     with open(tmp_path / "runs" / "AgentDiscretePPO-CartPole-v1" / "defaults-seed100" / "recorder.csv", newline="") as file:
         records = [(float(r["step"]), float(r["return_mean"])) for r in csv.DictReader(file)]
-    hit = next(step for step, value in records if value >= 100)
+    hit = next((step for step, value in records if value >= 100), None)
+    assert hit is not None, f"the run never reached 100: {records}"
     later = [value for step, value in records if step > hit]
     assert records[-1][0] >= 2 * hit and later
     report = (tmp_path / "tune-discreteppo-cartpole-v1.md").read_text()

@@ -47,6 +47,7 @@ def test_agent_class_is_accepted_and_defaults_are_filled(tmp_path):
         (dict(gamma=1.5), ValueError, "gamma"),
         (dict(target_hold=0.5), ValueError, "target_hold"),
         (dict(lr_decay_steps=-1), ValueError, "lr_decay_steps must be zero or positive"),
+        (dict(lr_decay_steps=500, warmup_steps=1000), ValueError, "lr_decay_steps=500 ends the learning-rate decay within"),
         (dict(batch_size=512, max_memo=256), ValueError, "exceeds max_memo"),
         (dict(if_on_policy=True), ValueError, "off-policy"),
         (dict(env="Pendulum-v1"), ValueError, "needs a discrete action space.*Pendulum-v1 has Box"),
@@ -398,3 +399,5 @@ def test_scale_learning_rates_scales_the_rates_of_the_first_call_not_the_last():
     agent.scale_learning_rates(0.5)
     agent.scale_learning_rates(0.25)
     assert agent.actor_optimizer.param_groups[0]["lr"] == pytest.approx(2.5e-4)
+    with pytest.raises(ValueError, match="finite number of at least 0"):
+        agent.scale_learning_rates(float("nan"))
