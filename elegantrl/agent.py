@@ -328,8 +328,6 @@ class AgentBase:
             self.learner_group.average_gradients(p for group in optimizer.param_groups for p in group["params"])
         optimizer.step()
 
-    # ---- saving -------------------------------------------------------------------------------
-
     def optimizers(self) -> list[torch.optim.Optimizer]:
         """Every optimizer the agent has (its networks', and e.g. SAC's temperature's), in a fixed order."""
         return [part for part in self._saved_parts().values() if isinstance(part, torch.optim.Optimizer)]
@@ -348,6 +346,8 @@ class AgentBase:
         for optimizer, rates in zip(optimizers, self._base_learning_rates):
             for group, rate in zip(optimizer.param_groups, rates):
                 group["lr"] = rate * factor
+
+    # ---- saving -------------------------------------------------------------------------------
 
     def _saved_parts(self) -> dict[str, Any]:
         """Networks, optimizers and learned tensors (e.g. SAC's log_alpha): what a checkpoint holds."""
