@@ -17,7 +17,7 @@ import functools
 import inspect
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -64,6 +64,12 @@ def check_setting(agent: object, name: str, value: Any, ok: bool, rule: str) -> 
     """Raises ValueError naming the agent's setting and the rule it breaks: at construction, not mid-run."""
     if not ok:
         raise ValueError(f"{type(agent).__name__}({name}={value!r}): {name} must be {rule}")
+
+
+def _is_real(value: Any) -> bool:
+    """A finite real number (not a bool or a string): callers test it first, so that a wrong type fails as a
+    `check_setting` message rather than as a TypeError from the comparison."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _is_count(value: Any) -> bool:
@@ -253,7 +259,12 @@ class AgentBase:
                         if self.if_discrete:  # (num_envs,) indices, as select_action gives them
                             action = action[:, 0]
                     else:
-                        action = self.select_action(torch.as_tensor(state, device=self.device)).cpu().numpy()
+                        try:
+                            action = self.select_action(torch.as_tensor(state, device=self.device)).cpu().numpy()
+                        except RuntimeError as error:  # e.g. sampling from NaN probabilities: say where the NaN came from
+                            if np.isfinite(state).all() and not self.non_finite_parts():
+                                raise
+                            raise FloatingPointError(self._non_finite_message(state, self.total_steps + t * num_envs + 1)) from error
                     states[t], actions[t] = state, action.reshape(action_shape[1:])
                     next_states[t], state, rewards[t], terminals[t], truncates[t] = step(env, self.env_action(action))
         except KeyboardInterrupt:  # the steps were taken: the stop message and the budget count them
@@ -349,6 +360,19 @@ class AgentBase:
 
     # ---- saving -------------------------------------------------------------------------------
 
+    def non_finite_parts(self) -> list[str]:
+        """The names of the networks and learned tensors that hold a NaN or inf: a diverged agent's."""
+        return [name for name, part in self._saved_parts().items()
+                if (isinstance(part, nn.Module) and not all(torch.isfinite(p).all() for p in part.parameters()))
+                or (isinstance(part, torch.Tensor) and not torch.isfinite(part).all())]
+
+    def _non_finite_message(self, state: np.ndarray, env_step: int) -> str:
+        if not np.isfinite(state).all():
+            return (f"the env returned a non-finite state (NaN or inf) by env step {env_step:,d}: {state}. "
+                    f"Check the env's step() and reset(), or clip its outputs")
+        return (f"training diverged by env step {env_step:,d}: {', '.join(self.non_finite_parts())} hold NaN or inf. "
+                f"Try a lower learning_rate or reward_scale")
+
     def _saved_parts(self) -> dict[str, Any]:
         """Networks, optimizers and learned tensors (e.g. SAC's log_alpha): what a checkpoint holds."""
         kinds = (nn.Module, torch.optim.Optimizer, torch.Tensor)
@@ -380,10 +404,13 @@ class AgentBase:
         """Saves the agent's `state_dict` to ``cwd/agent.pth``, or loads it.
 
         Saving writes a temporary file and renames it over ``agent.pth``, so a process killed while
-        saving leaves the previous checkpoint whole.
+        saving leaves the previous checkpoint whole. An agent whose weights hold NaN or inf (a diverged
+        run) is not saved, so that ``agent.pth`` keeps the last finite ones.
         """
         path = os.path.join(cwd, "agent.pth")
         if if_save:
+            if self.non_finite_parts():  # a diverged agent: keep the last good checkpoint, which a resume can use
+                return
             os.makedirs(cwd, exist_ok=True)
             atomic_torch_save(self.state_dict(), path)
             return
@@ -392,15 +419,20 @@ class AgentBase:
         self.load_state_dict(torch.load(path, map_location=self.device, weights_only=True))
 
 
-def atomic_torch_save(obj: Any, path: str) -> None:
-    """`torch.save` through a temporary file and `os.replace`: a kill at any instant leaves the old file or the new one."""
+def atomic_write(path: str, write: Callable[[str], Any]) -> None:
+    """``write(temporary)``, then `os.replace` over `path`: a kill at any instant leaves the old file or the new one."""
     temporary = f"{path}.tmp{os.getpid()}"
     try:
-        torch.save(obj, temporary)
+        write(temporary)
         os.replace(temporary, path)
     finally:
         if os.path.exists(temporary):
             os.remove(temporary)
+
+
+def atomic_torch_save(obj: Any, path: str) -> None:
+    """`torch.save` through `atomic_write`."""
+    atomic_write(path, lambda temporary: torch.save(obj, temporary))
 
 
 class AgentOffPolicy(AgentBase):
@@ -506,8 +538,8 @@ class AgentOnPolicy(AgentBase):
     )
 
     def __init__(self, lambda_entropy: float = 0.0, lambda_gae_adv: float = 0.95):
-        check_setting(self, "lambda_entropy", lambda_entropy, lambda_entropy >= 0.0, "zero or positive")
-        check_setting(self, "lambda_gae_adv", lambda_gae_adv, 0.0 <= lambda_gae_adv <= 1.0, "in [0, 1]")
+        check_setting(self, "lambda_entropy", lambda_entropy, _is_real(lambda_entropy) and lambda_entropy >= 0.0, "zero or positive")
+        check_setting(self, "lambda_gae_adv", lambda_gae_adv, _is_real(lambda_gae_adv) and 0.0 <= lambda_gae_adv <= 1.0, "in [0, 1]")
         self.lambda_entropy, self.lambda_gae_adv = lambda_entropy, lambda_gae_adv
 
     def make_buffer(self, max_memo: int) -> RolloutBuffer:
@@ -575,10 +607,11 @@ class AgentDQN(AgentOffPolicy):
     )
 
     def __init__(self, explore_rate: tuple[float, float] = (1.0, 0.02), explore_decay_steps: int = 5_000):
-        pair = isinstance(explore_rate, (tuple, list)) and len(explore_rate) == 2
+        pair = isinstance(explore_rate, (tuple, list)) and len(explore_rate) == 2 and all(map(_is_real, explore_rate))
         check_setting(self, "explore_rate", explore_rate, pair and 0.0 <= explore_rate[1] <= explore_rate[0] <= 1.0,
                       "(start, end) with 0 <= end <= start <= 1, e.g. (1.0, 0.02); a constant rate r is (r, r)")
-        check_setting(self, "explore_decay_steps", explore_decay_steps, explore_decay_steps >= 0, "zero or positive")
+        check_setting(self, "explore_decay_steps", explore_decay_steps, _is_real(explore_decay_steps) and explore_decay_steps >= 0,
+                      "zero or positive")
         self.explore_rate_range = explore_rate
         self.explore_decay_steps = explore_decay_steps
 
@@ -682,7 +715,8 @@ class AgentDDPG(AgentOffPolicy):
     )
 
     def __init__(self, explore_noise: float = 0.1, if_ou_noise: bool = False):
-        check_setting(self, "explore_noise", explore_noise, explore_noise >= 0.0, "zero or positive (a standard deviation)")
+        check_setting(self, "explore_noise", explore_noise, _is_real(explore_noise) and explore_noise >= 0.0,
+                      "zero or positive (a standard deviation)")
         self.explore_noise, self.if_ou_noise = explore_noise, if_ou_noise
 
     def init(self, *args: Any, **kwargs: Any) -> None:
@@ -724,8 +758,8 @@ class AgentTD3(AgentDDPG):
 
     def __init__(self, explore_noise: float = 0.1, policy_noise: float = 0.2, noise_clip: float = 0.5, actor_update_gap: int = 2):
         super().__init__(explore_noise)
-        check_setting(self, "policy_noise", policy_noise, policy_noise >= 0.0, "zero or positive")
-        check_setting(self, "noise_clip", noise_clip, noise_clip >= 0.0, "zero or positive")
+        check_setting(self, "policy_noise", policy_noise, _is_real(policy_noise) and policy_noise >= 0.0, "zero or positive")
+        check_setting(self, "noise_clip", noise_clip, _is_real(noise_clip) and noise_clip >= 0.0, "zero or positive")
         check_setting(self, "actor_update_gap", actor_update_gap, _is_count(actor_update_gap), "a whole number of at least 1")
         self.policy_noise, self.noise_clip, self.actor_update_gap = policy_noise, noise_clip, actor_update_gap
 
@@ -748,7 +782,7 @@ class AgentSAC(AgentOffPolicy):
     arg_defaults = AgentDDPG.arg_defaults
 
     def __init__(self, target_entropy: float | None = None):
-        check_setting(self, "target_entropy", target_entropy, target_entropy is None or math.isfinite(target_entropy),
+        check_setting(self, "target_entropy", target_entropy, target_entropy is None or _is_real(target_entropy),
                       "a finite number, or None for -action_dim")
         self.target_entropy = target_entropy
 
@@ -841,7 +875,7 @@ class AgentPPO(AgentOnPolicy):
 
     def __init__(self, ratio_clip: float = 0.2, lambda_entropy: float = 0.0, lambda_gae_adv: float = 0.95):
         super().__init__(lambda_entropy, lambda_gae_adv)
-        check_setting(self, "ratio_clip", ratio_clip, ratio_clip > 0.0, "positive, e.g. 0.2")
+        check_setting(self, "ratio_clip", ratio_clip, _is_real(ratio_clip) and ratio_clip > 0.0, "positive, e.g. 0.2")
         self.ratio_clip = ratio_clip
 
     def get_obj_actor(self, log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantage: torch.Tensor) -> torch.Tensor:
@@ -1003,9 +1037,9 @@ class AgentMCTS(AgentBase):
                  dirichlet_alpha: float = 0.25, noise_fraction: float = 0.25):
         for name, value in (("num_simulations", num_simulations), ("num_unroll", num_unroll), ("td_steps", td_steps)):
             check_setting(self, name, value, _is_count(value), "a whole number of at least 1")
-        check_setting(self, "temperature", temperature, temperature >= 0.0, "zero (the most visited action) or positive")
-        check_setting(self, "dirichlet_alpha", dirichlet_alpha, dirichlet_alpha > 0.0, "positive, e.g. 0.25")
-        check_setting(self, "noise_fraction", noise_fraction, 0.0 <= noise_fraction <= 1.0, "in [0, 1]")
+        check_setting(self, "temperature", temperature, _is_real(temperature) and temperature >= 0.0, "zero (the most visited action) or positive")
+        check_setting(self, "dirichlet_alpha", dirichlet_alpha, _is_real(dirichlet_alpha) and dirichlet_alpha > 0.0, "positive, e.g. 0.25")
+        check_setting(self, "noise_fraction", noise_fraction, _is_real(noise_fraction) and 0.0 <= noise_fraction <= 1.0, "in [0, 1]")
         self.num_simulations, self.num_unroll, self.td_steps = num_simulations, num_unroll, td_steps
         self.temperature, self.dirichlet_alpha, self.noise_fraction = temperature, dirichlet_alpha, noise_fraction
 

@@ -94,7 +94,7 @@ class PreprocessEnv(gym.Env):
         self.env = env
         spec = self.spec = getattr(env, "spec", None)
         self.env_name: str = getattr(spec, "id", None) or type(getattr(env, "unwrapped", env)).__name__
-        self._reset_takes_seed = _takes_seed(env.reset)
+        self._reset_keywords = _reset_keywords(env.reset)
 
         self._obs_start = 0  # a Discrete(n, start) state s is one-hot at index s - start
         self.observation_space, self.state_dim, self._obs_n = self._convert_observation_space(env.observation_space)
@@ -137,16 +137,18 @@ class PreprocessEnv(gym.Env):
             return gym.spaces.Discrete(int(space.n)), int(space.n), True
         shape = getattr(space, "shape", None)
         if _is_box(space) and len(shape) == 1:
-            self._action_low = np.asarray(space.low, dtype=np.float32)
-            self._action_high = np.asarray(space.high, dtype=np.float32)
+            # float64 arithmetic, clipped to the space's own bounds: in float32 a mapped action can land one
+            # rounding step outside them (and a bound near float32's largest overflows to inf)
+            self._action_low = np.asarray(space.low, dtype=np.float64)
+            self._action_high = np.asarray(space.high, dtype=np.float64)
             self._action_shape, self._action_half_range = tuple(shape), 0.5 * (self._action_high - self._action_low)
-            # an integer Box gets whole numbers: the nearest to the continuous action
-            dtype = getattr(space, "dtype", np.float32)
-            self._action_dtype = dtype if np.issubdtype(dtype, np.integer) else None
+            dtype = np.dtype(getattr(space, "dtype", None) or np.float32)
+            self._action_dtype = dtype if np.issubdtype(dtype, np.number) else np.dtype(np.float32)
             self._if_bounded = bool(np.isfinite(self._action_low).all() and np.isfinite(self._action_high).all())
             if self._if_bounded:  # agents act in [-1, 1]; step() maps to the env's bounds
                 return gym.spaces.Box(-1.0, 1.0, shape, np.float32), int(shape[0]), False
-            return gym.spaces.Box(self._action_low, self._action_high, shape, np.float32), int(shape[0]), False
+            return gym.spaces.Box(self._action_low.astype(np.float32), self._action_high.astype(np.float32), shape, np.float32), \
+                int(shape[0]), False
         raise TypeError(
             f"env {self.env_name!r} has action space {space}; elegantrl needs a Discrete action space "
             f"or a one-dimensional Box. Wrap the env to present one of these (for a MultiDiscrete or "
@@ -160,8 +162,13 @@ class PreprocessEnv(gym.Env):
 
     def _state(self, obs: Any) -> np.ndarray:
         if self._obs_n is not None:
+            index = (int(obs) if np.ndim(obs) == 0 else -1) - self._obs_start
+            if not 0 <= index < self._obs_n:  # a negative index would wrap around to another state
+                raise ValueError(f"env {self.env_name!r} returned the observation {obs!r}, outside its observation_space "
+                                 f"Discrete({self._obs_n}, start={self._obs_start}): it must be a whole number in "
+                                 f"[{self._obs_start}, {self._obs_start + self._obs_n - 1}]")
             state = np.zeros(self._obs_n, dtype=np.float32)
-            state[int(obs) - self._obs_start] = 1.0
+            state[index] = 1.0
             return state
         state = np.asarray(obs, dtype=np.float32)
         if state.shape != self._obs_shape:  # check_env refuses it too: a reshape would hide a wrong observation
@@ -175,12 +182,7 @@ class PreprocessEnv(gym.Env):
         if seed is not None:
             self.action_space.seed(seed)
         self._episode_step = 0
-        if self._reset_takes_seed:
-            result = self.env.reset(seed=seed, options=options)
-        else:  # old Gym: reset() takes no seed; seeding is env.seed()
-            if seed is not None and hasattr(self.env, "seed"):
-                self.env.seed(seed)
-            result = self.env.reset()
+        result, self._reset_keywords = _reset_env(self.env, self._reset_keywords, seed, options)
         obs, info = _reset_pair(result) or (result, {})
         self._check_info(info, "reset()")
         self._last_state = self._state(obs)  # kept only to tell a NaN state from a diverged actor
@@ -195,9 +197,11 @@ class PreprocessEnv(gym.Env):
             if not np.isfinite(action).all():
                 self._raise_non_finite_action(action)
             if self._if_bounded:  # minimum/maximum, not np.clip: its Python wrapper costs about as much as a Pendulum step
-                action = self._action_low + (np.minimum(np.maximum(action, -1.0), 1.0) + 1.0) * self._action_half_range
-            if self._action_dtype is not None:
-                action = np.rint(action).astype(self._action_dtype)
+                action = np.minimum(np.maximum(self._action_low + (action + 1.0) * self._action_half_range, self._action_low),
+                                    self._action_high)
+            if self._action_dtype.kind in "iu":  # an integer Box gets whole numbers: the nearest to the continuous action
+                action = np.rint(action)
+            action = action.astype(self._action_dtype, copy=False)
         result = self.env.step(action)
         if len(result) not in (4, 5):
             raise TypeError(f"env {self.env_name!r}: step() returned {len(result)} values; expected "
@@ -399,7 +403,7 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
 
     def reset() -> Any:
         try:
-            result = raw.reset(seed=0) if _takes_seed(raw.reset) else raw.reset()
+            result = _reset_env(raw, _reset_keywords(raw.reset), 0, None)[0]
         except Exception as error:
             raise ValueError(_problem_report(name, [f"reset() raised {type(error).__name__}: {error}"])) from error
         if pair := _reset_pair(result):  # as PreprocessEnv.reset reads it
@@ -493,12 +497,38 @@ def _is_box(space: Any) -> bool:
     return hasattr(space, "low") and hasattr(space, "high") and getattr(space, "shape", None) is not None
 
 
-def _takes_seed(reset: Any) -> bool:
-    """Whether a reset method accepts ``seed=`` (Gymnasium) or not (old Gym)."""
+def _reset_keywords(reset: Any) -> frozenset[str]:
+    """Which of Gymnasium's ``reset(seed=, options=)`` keywords a reset method takes: none in old Gym.
+
+    A ``**kwargs`` method (a wrapper) is taken at its word; `_reset_env` finds out if it forwards to an
+    old-Gym ``reset()`` after all.
+    """
     try:
-        return any(p.name == "seed" or p.kind == p.VAR_KEYWORD for p in inspect.signature(reset).parameters.values())
+        parameters = inspect.signature(reset).parameters.values()
     except (TypeError, ValueError):  # a builtin without a signature: assume Gymnasium's
-        return True
+        return frozenset({"seed", "options"})
+    if any(p.kind == p.VAR_KEYWORD for p in parameters):
+        return frozenset({"seed", "options"})
+    return frozenset(p.name for p in parameters if p.name in ("seed", "options"))
+
+
+def _reset_env(env: Any, keywords: frozenset[str], seed: int | None, options: dict | None) -> tuple[Any, frozenset[str]]:
+    """``env.reset`` with the keywords it takes (see `_reset_keywords`); old Gym is seeded by ``env.seed``.
+
+    Returns the reset's result and the keywords to use next time: none, once a wrapper that claimed
+    them (old Gym's TimeLimit forwards ``**kwargs``) turned out to pass them to a reset that takes none.
+    """
+    if "seed" in keywords:
+        kwargs = {"seed": seed, **({"options": options} if "options" in keywords or options is not None else {})}
+        try:
+            return env.reset(**kwargs), keywords
+        except TypeError as error:
+            if not any(f"unexpected keyword argument '{name}'" in str(error) for name in kwargs):
+                raise
+            keywords = frozenset()
+    if seed is not None and callable(getattr(env, "seed", None)):
+        env.seed(seed)
+    return env.reset(), keywords
 
 
 def _problem_report(name: str, problems: list[str]) -> str:

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from elegantrl import agent as agent_module
-from elegantrl.agent import AgentBase, AgentMCTS, AgentOffPolicy, AgentOnPolicy, atomic_torch_save
+from elegantrl.agent import AgentBase, AgentMCTS, AgentOffPolicy, AgentOnPolicy, atomic_torch_save, atomic_write
 from elegantrl.distributed import RANK_SEED_OFFSET, LearnerGroup, gpu_device, join_learners, launched_by_torchrun, leave_learners
 from elegantrl.env import PreprocessEnv, build_vector_env, check_env, clone_env
 from elegantrl.replay import Transitions
@@ -130,6 +130,8 @@ class Arguments:
             raise TypeError(f"Arguments.agent must be an elegantrl agent such as AgentD3QN(), got {self.agent!r}")
         if self.env is None:
             raise ValueError("Arguments.env is not set: use e.g. Arguments(agent=..., env=PreprocessEnv('CartPole-v1'))")
+        if isinstance(self.max_step, np.integer):  # e.g. from a sweep's np.arange
+            self.max_step = int(self.max_step)
         if self.max_step is not None and (type(self.max_step) is not int or self.max_step <= 0):
             raise ValueError(f"Arguments.max_step must be a positive int, got {self.max_step!r}")
         if isinstance(self.cwd, os.PathLike) or isinstance(self.cwd, str) and self.cwd:
@@ -157,6 +159,8 @@ class Arguments:
         for name, value in {**FIELD_DEFAULTS, **self.agent.arg_defaults}.items():
             if getattr(self, name) is None:
                 setattr(self, name, value)
+        if isinstance(self.device, torch.device):  # what agent.init takes too; config.json and --device want its name
+            self.device = str(self.device)
         self._check_values()
         if self.target_return is not None:
             self.env.target_return = float(self.target_return)
@@ -604,8 +608,7 @@ class Evaluator:
         ax.legend(loc="lower right")
         figure.tight_layout()
         path = os.path.join(self.cwd, "learning_curve.png")
-        figure.savefig(f"{path}.tmp{os.getpid()}", dpi=100, format="png")
-        os.replace(f"{path}.tmp{os.getpid()}", path)
+        atomic_write(path, lambda temporary: figure.savefig(temporary, dpi=100, format="png"))
         self.curve_time = time.monotonic()
         return path
 
@@ -652,9 +655,7 @@ def load_for_resume(agent: AgentBase, args: Arguments) -> None:
     for optimizer, rates in zip(optimizers, learning_rates):  # loading brought back the saved run's rates
         for group, rate in zip(optimizer.param_groups, rates):
             group["lr"] = rate
-    diverged = [name for name, part in agent._saved_parts().items()
-                if isinstance(part, torch.nn.Module) and not all(torch.isfinite(p).all() for p in part.parameters())]
-    if diverged:
+    if diverged := agent.non_finite_parts():
         raise ValueError(f"{args.cwd}/agent.pth holds non-finite weights ({', '.join(diverged)}): that run diverged and "
                          f"cannot be resumed. {kept_sentence(args.cwd)}Start a new run, e.g. with a lower learning_rate.")
     if agent.total_steps >= args.break_step:
@@ -696,12 +697,11 @@ def write_config(args: Arguments, group: LearnerGroup | None = None) -> None:
     own) and prints the run's header."""
     agent_name, env = type(args.agent).__name__, args.env
     if not args.if_resume:
-        with open(os.path.join(args.cwd, "config.json"), "w") as file:
-            json.dump({RUN_MARKER: 1, "agent": agent_name, "env": env.env_name, "net_dim": args.net_dim, "state_dim": env.state_dim,
-                       "action_dim": env.action_dim, "max_step": env.max_step, "random_seed": args.random_seed,
-                       "agent_settings": json_settings(args.agent),
-                       **({"tuned_family": args.tuned_settings[0], "tuned_settings": args.tuned_settings[1]} if args.tuned_settings else {})},
-                      file, indent=2)
+        config = {RUN_MARKER: 1, "agent": agent_name, "env": env.env_name, "net_dim": args.net_dim, "state_dim": env.state_dim,
+                  "action_dim": env.action_dim, "max_step": env.max_step, "random_seed": args.random_seed,
+                  "agent_settings": json_settings(args.agent),
+                  **({"tuned_family": args.tuned_settings[0], "tuned_settings": args.tuned_settings[1]} if args.tuned_settings else {})}
+        atomic_write(os.path.join(args.cwd, "config.json"), lambda temporary: write_json(temporary, config))
     if args.if_print:
         start = f", resumed at env step {args.agent.total_steps:,d}" if args.if_resume else ""
         print(f"elegantrl: {agent_name} on {env!r}\n  run folder {args.cwd}{start}, seed {args.random_seed}, device {args.device}")
@@ -713,6 +713,12 @@ def write_config(args: Arguments, group: LearnerGroup | None = None) -> None:
         if group is not None:
             print(f"  {group.world_size} learners ({group.backend}); rank 0 evaluates and writes. Each rank's batch is "
                   f"{args.batch_size}, so each gradient step averages {group.world_size * args.batch_size} transitions")
+
+
+def write_json(path: str, value: Any) -> None:
+    """`value` as indented JSON in the file at `path`."""
+    with open(path, "w") as file:
+        json.dump(value, file, indent=2)
 
 
 def json_settings(agent: AgentBase) -> dict[str, Any]:

@@ -213,6 +213,12 @@ def test_a_checkpoint_keeps_the_loading_machines_adam_kernel(tmp_path):
         (AgentSAC, dict(target_entropy=float("nan"))),
         (AgentPPO, dict(ratio_clip=-1.0)),
         (AgentPPO, dict(lambda_gae_adv=1.5)),
+        # the wrong type: refused with the rule, not a TypeError from comparing it
+        (AgentPPO, dict(ratio_clip=None)),
+        (AgentSAC, dict(target_entropy="auto")),
+        (AgentTD3, dict(policy_noise="0.2")),
+        (AgentDQN, dict(explore_rate=("1", 0.1))),
+        (AgentPPO, dict(lambda_entropy=True)),
     ],
 )
 def test_a_bad_agent_setting_is_refused_when_the_agent_is_made(agent_class, setting):

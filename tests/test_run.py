@@ -157,6 +157,45 @@ def test_nan_from_the_env_stops_with_the_step_and_keeps_the_best_actor(tmp_path)
     assert [r["step"] for r in read_record(args.cwd)] == ["128", "256"]
 
 
+class NaNStateAfter(NaNRewardAfter):
+    """A faulty env: the observation becomes NaN from step `bad_step` on, counted from the last seeded reset."""
+
+    def step(self, action):
+        state, reward, terminated, truncated, info = self.env.step(action)
+        self.steps += 1
+        return (state * np.nan if self.steps >= self.bad_step else state), reward, terminated, truncated, info
+
+
+def test_a_nan_state_stops_a_sampling_discrete_policy_with_the_cause_not_a_torch_error(tmp_path):
+    from elegantrl.agent import AgentDiscretePPO
+
+    args = Arguments(agent=AgentDiscretePPO(), env=PreprocessEnv(NaNStateAfter(gym.make("CartPole-v1"), bad_step=40)),
+                     eval_env=PreprocessEnv("CartPole-v1"), cwd=str(tmp_path / "run"), num_envs=1, **{**TINY, "warmup_steps": 0})
+    with pytest.raises(FloatingPointError, match="the env returned a non-finite state .* by env step 41"):
+        train_and_evaluate(args)
+
+
+def test_a_diverged_agent_is_not_saved_over_the_last_good_checkpoint(tmp_path):
+    agent = AgentSAC()
+    agent.init(16, 3, 1)
+    agent.save_or_load_agent(str(tmp_path), if_save=True)
+    good = {name: value.clone() for name, value in agent.actor.state_dict().items()}
+    with torch.no_grad():
+        next(agent.critic.parameters()).fill_(float("nan"))
+        next(agent.actor.parameters()).add_(1.0)
+    assert agent.non_finite_parts() == ["critic"]
+    agent.save_or_load_agent(str(tmp_path), if_save=True)
+    agent.save_or_load_agent(str(tmp_path), if_save=False)
+    assert agent.non_finite_parts() == []
+    assert all(torch.equal(agent.actor.state_dict()[name], value) for name, value in good.items())
+
+
+def test_arguments_take_a_numpy_max_step_and_a_torch_device(tmp_path):
+    args = Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path / "run"), max_step=np.int64(200), device=torch.device("cpu"))
+    args.check()
+    assert (args.max_step, args.env.max_step, args.device) == (200, 200, "cpu")
+
+
 def run_cli(*flags, cwd):
     return subprocess.run([sys.executable, "-m", "elegantrl", *flags], capture_output=True, text=True, cwd=cwd, timeout=300)
 
