@@ -110,6 +110,7 @@ class AgentBase:
     if_off_policy: bool = True  # set by the family base; Arguments checks if_on_policy against it
     supports_workers: bool = True  # its rollouts are `Transitions`, which train_and_evaluate_mp's shared slots hold
     arg_defaults: dict[str, Any] = {}
+    max_grad_norm: float | None = None  # clip each optimizer's gradient to this norm; a family sets it in its constructor
 
     def __new__(cls, *args: Any, **kwargs: Any) -> AgentBase:
         agent = super().__new__(cls)
@@ -337,6 +338,8 @@ class AgentBase:
         objective.backward()
         if self.learner_group is not None:  # the same step on every rank keeps the networks and optimizers identical
             self.learner_group.average_gradients(p for group in optimizer.param_groups for p in group["params"])
+        if self.max_grad_norm is not None:  # after the averaging, so that every learner clips the same gradient
+            nn.utils.clip_grad_norm_([p for group in optimizer.param_groups for p in group["params"]], self.max_grad_norm)
         optimizer.step()
 
     def optimizers(self) -> list[torch.optim.Optimizer]:
@@ -527,6 +530,8 @@ class AgentOnPolicy(AgentBase):
     Args:
         lambda_entropy: weight of the entropy bonus.
         lambda_gae_adv: GAE's λ, trading bias (0) for variance (1) in the advantages.
+        max_grad_norm: clip the actor's and the critic's gradients to this norm each step (SB3's PPO
+            clips at 0.5); None does not clip.
     """
 
     ClassCri = CriticAdv
@@ -537,10 +542,12 @@ class AgentOnPolicy(AgentBase):
         net_dim=64, batch_size=256, repeat_times=8.0, target_step=2048, learning_rate=3e-4, warmup_steps=0, eval_gap=4096,
     )
 
-    def __init__(self, lambda_entropy: float = 0.0, lambda_gae_adv: float = 0.95):
+    def __init__(self, lambda_entropy: float = 0.0, lambda_gae_adv: float = 0.95, max_grad_norm: float | None = None):
         check_setting(self, "lambda_entropy", lambda_entropy, _is_real(lambda_entropy) and lambda_entropy >= 0.0, "zero or positive")
         check_setting(self, "lambda_gae_adv", lambda_gae_adv, _is_real(lambda_gae_adv) and 0.0 <= lambda_gae_adv <= 1.0, "in [0, 1]")
-        self.lambda_entropy, self.lambda_gae_adv = lambda_entropy, lambda_gae_adv
+        check_setting(self, "max_grad_norm", max_grad_norm, max_grad_norm is None or _is_real(max_grad_norm) and max_grad_norm > 0.0,
+                      "positive, e.g. 0.5, or None for no clipping")
+        self.lambda_entropy, self.lambda_gae_adv, self.max_grad_norm = lambda_entropy, lambda_gae_adv, max_grad_norm
 
     def make_buffer(self, max_memo: int) -> RolloutBuffer:
         return RolloutBuffer(self.device)  # holds one rollout: max_memo does not apply
@@ -870,11 +877,12 @@ class AgentPPO(AgentOnPolicy):
 
     Args:
         ratio_clip: the clip range ε of the probability ratio.
-        lambda_entropy, lambda_gae_adv: see `AgentOnPolicy`.
+        lambda_entropy, lambda_gae_adv, max_grad_norm: see `AgentOnPolicy`.
     """
 
-    def __init__(self, ratio_clip: float = 0.2, lambda_entropy: float = 0.0, lambda_gae_adv: float = 0.95):
-        super().__init__(lambda_entropy, lambda_gae_adv)
+    def __init__(self, ratio_clip: float = 0.2, lambda_entropy: float = 0.0, lambda_gae_adv: float = 0.95,
+                 max_grad_norm: float | None = None):
+        super().__init__(lambda_entropy, lambda_gae_adv, max_grad_norm)
         check_setting(self, "ratio_clip", ratio_clip, _is_real(ratio_clip) and ratio_clip > 0.0, "positive, e.g. 0.2")
         self.ratio_clip = ratio_clip
 

@@ -89,6 +89,17 @@ def best_return(args):
         return max(float(row["return_mean"]) for row in csv.DictReader(file))
 
 
+@pytest.mark.parametrize("max_grad_norm", [None, 0.01])
+def test_max_grad_norm_clips_each_optimizers_gradient(max_grad_norm):
+    torch.manual_seed(0)
+    agent = AgentPPO(max_grad_norm=max_grad_norm)
+    agent.init(32, 3, 1, device="cpu")
+    state, target = torch.randn(64, 3), torch.full((64,), 10.0)  # far from the initial values: a large gradient
+    agent.optimizer_update(agent.critic_optimizer, agent.criterion(agent.critic(state), target))
+    norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in agent.critic.parameters()]))
+    assert (norm <= 0.01 + 1e-6) == (max_grad_norm is not None)
+
+
 def test_discrete_ppo_reaches_195_on_cartpole(tmp_path):
     args = Arguments(agent=AgentDiscretePPO(), env="CartPole-v1", random_seed=0, cwd=str(tmp_path), target_return=195.0,
                      break_step=40_000, eval_gap=2048, eval_times1=5, eval_times2=5, if_print=False)
