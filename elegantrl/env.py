@@ -515,17 +515,20 @@ def _reset_keywords(reset: Any) -> frozenset[str]:
 def _reset_env(env: Any, keywords: frozenset[str], seed: int | None, options: dict | None) -> tuple[Any, frozenset[str]]:
     """``env.reset`` with the keywords it takes (see `_reset_keywords`); old Gym is seeded by ``env.seed``.
 
-    Returns the reset's result and the keywords to use next time: none, once a wrapper that claimed
-    them (old Gym's TimeLimit forwards ``**kwargs``) turned out to pass them to a reset that takes none.
+    Returns the reset's result and the keywords to use next time: fewer, once a wrapper that claimed
+    them by ``**kwargs`` (old Gym's TimeLimit) turned out to pass them to a reset that takes fewer.
     """
-    if "seed" in keywords:
+    while "seed" in keywords:
         kwargs = {"seed": seed, **({"options": options} if "options" in keywords or options is not None else {})}
         try:
             return env.reset(**kwargs), keywords
         except TypeError as error:
-            if not any(f"unexpected keyword argument '{name}'" in str(error) for name in kwargs):
+            if "unexpected keyword argument 'seed'" in str(error):
+                keywords = frozenset()
+            elif "unexpected keyword argument 'options'" in str(error) and options is None:
+                keywords = frozenset({"seed"})
+            else:
                 raise
-            keywords = frozenset()
     if seed is not None and callable(getattr(env, "seed", None)):
         env.seed(seed)
     return env.reset(), keywords

@@ -127,9 +127,13 @@ def test_a_reset_that_takes_a_seed_but_no_options_gets_only_the_seed():
         def reset(self, seed=None):
             return super().reset(seed=seed)
 
-    env = PreprocessEnv(SeedOnly(gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Discrete(2)), max_step=10)
-    first, second = env.reset(seed=3)[0], env.reset(seed=3)[0]
-    assert first.tolist() == second.tolist()
+    for raw in (SeedOnly(gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Discrete(2)),
+                OldGymTimeLimit(SeedOnly(gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Discrete(2)))):
+        env = PreprocessEnv(raw, max_step=10)
+        first, second, other = env.reset(seed=3)[0], env.reset(seed=3)[0], env.reset(seed=4)[0]
+        assert first.tolist() == second.tolist() != other.tolist()
+    with pytest.raises(TypeError, match="options"):  # options it cannot take are not dropped in silence
+        env.reset(seed=3, options={"level": 2})
 
 
 def test_old_gym_true_termination_is_terminated():
