@@ -17,6 +17,7 @@ import functools
 import inspect
 import math
 import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -110,7 +111,7 @@ class AgentBase:
     if_off_policy: bool = True  # set by the family base; Arguments checks if_on_policy against it
     supports_workers: bool = True  # its rollouts are `Transitions`, which train_and_evaluate_mp's shared slots hold
     arg_defaults: dict[str, Any] = {}
-    max_grad_norm: float | None = None  # clip each optimizer's gradient to this norm; a family sets it in its constructor
+    max_grad_norm: float | None = None  # clip each optimizer's gradient to this norm (AgentOnPolicy takes it as a setting)
 
     def __new__(cls, *args: Any, **kwargs: Any) -> AgentBase:
         agent = super().__new__(cls)
@@ -333,7 +334,8 @@ class AgentBase:
         return update_times
 
     def optimizer_update(self, optimizer: torch.optim.Optimizer, objective: torch.Tensor) -> None:
-        """One optimizer step on `objective`; with several learners, on the gradient averaged over them."""
+        """One optimizer step on `objective`; with several learners, on the gradient averaged over them;
+        with `max_grad_norm`, on that gradient clipped to the norm."""
         optimizer.zero_grad(set_to_none=True)
         objective.backward()
         if self.learner_group is not None:  # the same step on every rank keeps the networks and optimizers identical
@@ -412,7 +414,9 @@ class AgentBase:
         """
         path = os.path.join(cwd, "agent.pth")
         if if_save:
-            if self.non_finite_parts():  # a diverged agent: keep the last good checkpoint, which a resume can use
+            if diverged := self.non_finite_parts():  # keep the last good checkpoint, which a resume can use
+                warnings.warn(f"{type(self).__name__} was not saved at env step {self.total_steps:,d}: {', '.join(diverged)} hold "
+                              f"NaN or inf, so {path} keeps the last finite weights", stacklevel=2)
                 return
             os.makedirs(cwd, exist_ok=True)
             atomic_torch_save(self.state_dict(), path)
@@ -530,8 +534,9 @@ class AgentOnPolicy(AgentBase):
     Args:
         lambda_entropy: weight of the entropy bonus.
         lambda_gae_adv: GAE's λ, trading bias (0) for variance (1) in the advantages.
-        max_grad_norm: clip the actor's and the critic's gradients to this norm each step (SB3's PPO
-            clips at 0.5); None does not clip.
+        max_grad_norm: clip the actor's gradient and the critic's, each on its own, to this norm at
+            every step (SB3's PPO clips its one optimizer's, policy and value together, at 0.5); None
+            does not clip.
     """
 
     ClassCri = CriticAdv
@@ -545,7 +550,7 @@ class AgentOnPolicy(AgentBase):
     def __init__(self, lambda_entropy: float = 0.0, lambda_gae_adv: float = 0.95, max_grad_norm: float | None = None):
         check_setting(self, "lambda_entropy", lambda_entropy, _is_real(lambda_entropy) and lambda_entropy >= 0.0, "zero or positive")
         check_setting(self, "lambda_gae_adv", lambda_gae_adv, _is_real(lambda_gae_adv) and 0.0 <= lambda_gae_adv <= 1.0, "in [0, 1]")
-        check_setting(self, "max_grad_norm", max_grad_norm, max_grad_norm is None or _is_real(max_grad_norm) and max_grad_norm > 0.0,
+        check_setting(self, "max_grad_norm", max_grad_norm, max_grad_norm is None or (_is_real(max_grad_norm) and max_grad_norm > 0.0),
                       "positive, e.g. 0.5, or None for no clipping")
         self.lambda_entropy, self.lambda_gae_adv, self.max_grad_norm = lambda_entropy, lambda_gae_adv, max_grad_norm
 

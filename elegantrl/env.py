@@ -142,7 +142,7 @@ class PreprocessEnv(gym.Env):
             self._action_low = np.asarray(space.low, dtype=np.float64)
             self._action_high = np.asarray(space.high, dtype=np.float64)
             self._action_shape, self._action_half_range = tuple(shape), 0.5 * (self._action_high - self._action_low)
-            dtype = np.dtype(getattr(space, "dtype", None) or np.float32)
+            dtype = np.dtype(np.float32 if getattr(space, "dtype", None) is None else space.dtype)
             self._action_dtype = dtype if np.issubdtype(dtype, np.number) else np.dtype(np.float32)
             self._if_bounded = bool(np.isfinite(self._action_low).all() and np.isfinite(self._action_high).all())
             if self._if_bounded:  # agents act in [-1, 1]; step() maps to the env's bounds
@@ -162,7 +162,8 @@ class PreprocessEnv(gym.Env):
 
     def _state(self, obs: Any) -> np.ndarray:
         if self._obs_n is not None:
-            index = (int(obs) if np.ndim(obs) == 0 else -1) - self._obs_start
+            whole = np.ndim(obs) == 0 and not isinstance(obs, (bool, np.bool_)) and float(obs) == int(obs)
+            index = int(obs) - self._obs_start if whole else -1
             if not 0 <= index < self._obs_n:  # a negative index would wrap around to another state
                 raise ValueError(f"env {self.env_name!r} returned the observation {obs!r}, outside its observation_space "
                                  f"Discrete({self._obs_n}, start={self._obs_start}): it must be a whole number in "
@@ -500,35 +501,39 @@ def _is_box(space: Any) -> bool:
 def _reset_keywords(reset: Any) -> frozenset[str]:
     """Which of Gymnasium's ``reset(seed=, options=)`` keywords a reset method takes: none in old Gym.
 
-    A ``**kwargs`` method (a wrapper) is taken at its word; `_reset_env` finds out if it forwards to an
-    old-Gym ``reset()`` after all.
+    A ``**kwargs`` method (a wrapper) is taken at its word and marked ``"**"``: `_reset_env` finds out
+    whether it forwards them to a reset that takes fewer (old Gym's TimeLimit around an old-Gym env).
     """
     try:
         parameters = inspect.signature(reset).parameters.values()
     except (TypeError, ValueError):  # a builtin without a signature: assume Gymnasium's
         return frozenset({"seed", "options"})
     if any(p.kind == p.VAR_KEYWORD for p in parameters):
-        return frozenset({"seed", "options"})
+        return frozenset({"seed", "options", "**"})
     return frozenset(p.name for p in parameters if p.name in ("seed", "options"))
 
 
 def _reset_env(env: Any, keywords: frozenset[str], seed: int | None, options: dict | None) -> tuple[Any, frozenset[str]]:
     """``env.reset`` with the keywords it takes (see `_reset_keywords`); old Gym is seeded by ``env.seed``.
 
-    Returns the reset's result and the keywords to use next time: fewer, once a wrapper that claimed
-    them by ``**kwargs`` (old Gym's TimeLimit) turned out to pass them to a reset that takes fewer.
+    Returns the reset's result and the keywords to use next time: fewer, once a ``**kwargs`` wrapper
+    turned out to pass them to a reset that takes fewer. Options that the env cannot take are an error.
     """
     while "seed" in keywords:
         kwargs = {"seed": seed, **({"options": options} if "options" in keywords or options is not None else {})}
         try:
             return env.reset(**kwargs), keywords
-        except TypeError as error:
-            if "unexpected keyword argument 'seed'" in str(error):
+        except TypeError as error:  # only a forwarded call's own complaint, not a TypeError from inside a reset
+            if "**" not in keywords or "reset() got an unexpected keyword argument" not in str(error):
+                raise
+            if "argument 'seed'" in str(error):
                 keywords = frozenset()
-            elif "unexpected keyword argument 'options'" in str(error) and options is None:
+            elif "argument 'options'" in str(error) and options is None:
                 keywords = frozenset({"seed"})
             else:
                 raise
+    if options is not None:
+        raise TypeError(f"{type(env).__name__}.reset() takes no options (the old Gym API), but options={options!r} were given")
     if seed is not None and callable(getattr(env, "seed", None)):
         env.seed(seed)
     return env.reset(), keywords

@@ -219,6 +219,9 @@ def test_a_checkpoint_keeps_the_loading_machines_adam_kernel(tmp_path):
         (AgentTD3, dict(policy_noise="0.2")),
         (AgentDQN, dict(explore_rate=("1", 0.1))),
         (AgentPPO, dict(lambda_entropy=True)),
+        (AgentPPO, dict(max_grad_norm=0.0)),
+        (AgentPPO, dict(max_grad_norm=float("nan"))),
+        (AgentPPO, dict(max_grad_norm="0.5")),
     ],
 )
 def test_a_bad_agent_setting_is_refused_when_the_agent_is_made(agent_class, setting):

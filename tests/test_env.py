@@ -122,6 +122,26 @@ def test_an_old_gym_env_in_a_wrapper_that_forwards_keywords_is_seeded_by_its_see
     assert check_env(OldGymTimeLimit(OldGymCounter(limit=3))) is not None
 
 
+def test_options_for_an_old_gym_env_are_an_error_not_dropped():
+    for raw in (OldGymCounter(limit=3), OldGymTimeLimit(OldGymCounter(limit=3))):
+        with pytest.raises(TypeError, match="takes no options"):
+            PreprocessEnv(raw, max_step=10).reset(seed=0, options={"level": 2})
+
+
+def test_a_type_error_inside_a_gymnasium_reset_is_the_envs_own_not_a_switch_to_old_gym():
+    class Buggy(SpaceEnv):
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return self.helper(seed=seed), {}
+
+        def helper(self):
+            return self.observation_space.sample()
+
+    env = PreprocessEnv(Buggy(gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Discrete(2)), max_step=10)
+    with pytest.raises(TypeError, match="helper"):
+        env.reset(seed=3)
+
+
 def test_a_reset_that_takes_a_seed_but_no_options_gets_only_the_seed():
     class SeedOnly(SpaceEnv):
         def reset(self, seed=None):
@@ -214,11 +234,11 @@ def test_discrete_observations_with_a_start_are_one_hot_from_the_start():
         assert env._state(obs).tolist() == [1.0 * (i == obs - 1) for i in range(5)]
 
 
-@pytest.mark.parametrize("obs", [0, 6, np.array([3, 4])])
+@pytest.mark.parametrize("obs", [-4, 2, np.array([0]), np.array([4, 4]), 0.5, True])
 def test_a_discrete_observation_outside_its_space_is_refused(obs):
-    env = PreprocessEnv(SpaceEnv(gym.spaces.Discrete(5, start=1), gym.spaces.Discrete(2)), max_step=10)
-    with pytest.raises(ValueError, match=r"outside its observation_space Discrete\(5, start=1\)"):
-        env._state(obs)  # 0 would otherwise wrap around to the last state's one-hot
+    env = PreprocessEnv(SpaceEnv(gym.spaces.Discrete(5, start=-3), gym.spaces.Discrete(2)), max_step=10)
+    with pytest.raises(ValueError, match=r"outside its observation_space Discrete\(5, start=-3\)"):
+        env._state(obs)  # -4 would otherwise wrap around to the last state's one-hot
 
 
 def test_multibinary_observations_are_a_vector_and_multibinary_actions_are_refused():

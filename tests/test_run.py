@@ -175,6 +175,20 @@ def test_a_nan_state_stops_a_sampling_discrete_policy_with_the_cause_not_a_torch
         train_and_evaluate(args)
 
 
+def test_a_sampling_discrete_policy_with_diverged_weights_says_so_not_a_torch_error():
+    from elegantrl.agent import AgentDiscretePPO
+
+    agent = AgentDiscretePPO()
+    agent.init(16, 4, 2)
+    env = PreprocessEnv("CartPole-v1")
+    agent.reset_exploration(env, seed=0)
+    with torch.no_grad():
+        for param in agent.actor.parameters():
+            param.fill_(float("nan"))
+    with pytest.raises(FloatingPointError, match="training diverged by env step 1: actor hold NaN or inf"):
+        agent.explore_env(env, 8)
+
+
 def test_a_diverged_agent_is_not_saved_over_the_last_good_checkpoint(tmp_path):
     agent = AgentSAC()
     agent.init(16, 3, 1)
@@ -184,7 +198,8 @@ def test_a_diverged_agent_is_not_saved_over_the_last_good_checkpoint(tmp_path):
         next(agent.critic.parameters()).fill_(float("nan"))
         next(agent.actor.parameters()).add_(1.0)
     assert agent.non_finite_parts() == ["critic"]
-    agent.save_or_load_agent(str(tmp_path), if_save=True)
+    with pytest.warns(UserWarning, match="not saved at env step 0: critic hold NaN or inf"):
+        agent.save_or_load_agent(str(tmp_path), if_save=True)
     agent.save_or_load_agent(str(tmp_path), if_save=False)
     assert agent.non_finite_parts() == []
     assert all(torch.equal(agent.actor.state_dict()[name], value) for name, value in good.items())
