@@ -528,11 +528,11 @@ def _reset_env(env: Any, keywords: frozenset[str], seed: int | None, options: di
                 raise
             if "argument 'seed'" in str(error):
                 keywords = frozenset()
-            elif "argument 'options'" in str(error) and options is None:
+            elif "argument 'options'" in str(error) and not options:
                 keywords = frozenset({"seed"})
             else:
                 raise
-    if options is not None:
+    if options:  # an empty dict asks for nothing (Gymnasium's own env checker passes one)
         raise TypeError(f"{type(env).__name__}.reset() takes no options (the old Gym API), but options={options!r} were given")
     if seed is not None and callable(getattr(env, "seed", None)):
         env.seed(seed)
