@@ -34,7 +34,7 @@ from elegantrl.replay import Transitions
 from elegantrl.tuned import tuned_entry
 
 FAMILY_BASES = (AgentBase, AgentOffPolicy, AgentOnPolicy, AgentMCTS)  # templates, not agents a user trains
-FIELD_DEFAULTS = dict(gamma=0.99, num_envs=1, lr_decay_steps=0)  # fields that no family's arg_defaults sets and no tuned entry did
+FIELD_DEFAULTS = dict(gamma=0.99, num_envs=1, lr_decay_steps=0, reward_scale=1.0)  # where neither arg_defaults nor a tuned entry sets one
 CURVE_SECONDS = 30.0  # learning_curve.png is redrawn at an evaluation at most this often (and at the end)
 
 
@@ -87,7 +87,7 @@ class Arguments:
                                             "'lin_' schedules do over a run's length (then learning stops); 0 keeps it constant", int)
     soft_update_tau: float | None = _arg(None, "target networks move this fraction toward the online ones per step", float)
     gamma: float | None = _arg(None, "discount factor per env step", float)
-    reward_scale: float = _arg(1.0, "rewards are multiplied by this in the learning targets", float)
+    reward_scale: float | None = _arg(None, "rewards are multiplied by this in the learning targets", float)
     if_state_norm: bool = _arg(False, "normalise states by running mean and std (kept in the saved networks)", bool)
 
     break_step: int = _arg(2**20, "stop after this many env steps", int)
