@@ -264,9 +264,9 @@ class AgentBase:
                         try:
                             action = self.select_action(torch.as_tensor(state, device=self.device)).cpu().numpy()
                         except RuntimeError as error:  # e.g. sampling from NaN probabilities: say where the NaN came from
-                            if np.isfinite(state).all() and not self.non_finite_parts():
+                            if (problem := self._non_finite_problem(state, self.total_steps + t * num_envs + 1)) is None:
                                 raise
-                            raise FloatingPointError(self._non_finite_message(state, self.total_steps + t * num_envs + 1)) from error
+                            raise FloatingPointError(problem) from error
                     states[t], actions[t] = state, action.reshape(action_shape[1:])
                     next_states[t], state, rewards[t], terminals[t], truncates[t] = step(env, self.env_action(action))
         except KeyboardInterrupt:  # the steps were taken: the stop message and the budget count them
@@ -371,12 +371,14 @@ class AgentBase:
                 if (isinstance(part, nn.Module) and not all(torch.isfinite(p).all() for p in part.parameters()))
                 or (isinstance(part, torch.Tensor) and not torch.isfinite(part).all())]
 
-    def _non_finite_message(self, state: np.ndarray, env_step: int) -> str:
+    def _non_finite_problem(self, state: np.ndarray, env_step: int) -> str | None:
+        """What is non-finite, the env's state or the agent's weights; None if neither."""
         if not np.isfinite(state).all():
             return (f"the env returned a non-finite state (NaN or inf) by env step {env_step:,d}: {state}. "
                     f"Check the env's step() and reset(), or clip its outputs")
-        return (f"training diverged by env step {env_step:,d}: {', '.join(self.non_finite_parts())} hold NaN or inf. "
-                f"Try a lower learning_rate or reward_scale")
+        if diverged := self.non_finite_parts():
+            return f"training diverged by env step {env_step:,d}: {', '.join(diverged)} hold NaN or inf. Try a lower learning_rate or reward_scale"
+        return None
 
     def _saved_parts(self) -> dict[str, Any]:
         """Networks, optimizers and learned tensors (e.g. SAC's log_alpha): what a checkpoint holds."""

@@ -126,12 +126,13 @@ class Arguments:
             raise ValueError("Arguments.agent is not set: use e.g. Arguments(agent=AgentD3QN(), env='CartPole-v1')")
         if isinstance(self.agent, type) and issubclass(self.agent, AgentBase):
             self.agent = self.agent()
+        for spec in dataclasses.fields(self):  # a numpy scalar, e.g. from a sweep's np.arange: its Python value
+            if isinstance(getattr(self, spec.name), np.generic):
+                setattr(self, spec.name, getattr(self, spec.name).item())
         if not isinstance(self.agent, AgentBase):
             raise TypeError(f"Arguments.agent must be an elegantrl agent such as AgentD3QN(), got {self.agent!r}")
         if self.env is None:
             raise ValueError("Arguments.env is not set: use e.g. Arguments(agent=..., env=PreprocessEnv('CartPole-v1'))")
-        if isinstance(self.max_step, np.integer):  # e.g. from a sweep's np.arange
-            self.max_step = int(self.max_step)
         if self.max_step is not None and (type(self.max_step) is not int or self.max_step <= 0):
             raise ValueError(f"Arguments.max_step must be a positive int, got {self.max_step!r}")
         if isinstance(self.cwd, os.PathLike) or isinstance(self.cwd, str) and self.cwd:
@@ -251,9 +252,6 @@ class Arguments:
             value, expected = getattr(self, spec.name), spec.metadata.get("type")
             if value is None or expected is None:
                 continue
-            if isinstance(value, np.generic):  # a numpy scalar, e.g. from a sweep's np.arange: its Python value
-                value = value.item()
-                setattr(self, spec.name, value)
             kinds = (int, float) if expected is float else (expected,)
             if isinstance(value, bool) != (expected is bool) or not isinstance(value, kinds):
                 raise TypeError(f"Arguments.{spec.name} must be {expected.__name__}, got {value!r} ({type(value).__name__})")
@@ -577,14 +575,17 @@ class Evaluator:
 
     def _write_csv(self, rows: list[dict[str, float]], rewrite: bool) -> None:
         """Appends `rows` to recorder.csv, or writes the file anew with them, through a rename."""
-        path = f"{self.csv_path}.tmp{os.getpid()}" if rewrite else self.csv_path
-        with open(path, "w" if rewrite else "a", newline="") as file:
-            writer = csv.DictWriter(file, self.fields, restval="")
-            if rewrite:
-                writer.writeheader()
-            writer.writerows(rows)
+        def write(path: str, mode: str) -> None:
+            with open(path, mode, newline="") as file:
+                writer = csv.DictWriter(file, self.fields, restval="")
+                if mode == "w":
+                    writer.writeheader()
+                writer.writerows(rows)
+
         if rewrite:
-            os.replace(path, self.csv_path)
+            atomic_write(self.csv_path, lambda temporary: write(temporary, "w"))
+        else:
+            write(self.csv_path, "a")
 
     def save_curve(self) -> str:
         """Draws return against env steps, with the target line, into ``learning_curve.png`` (through a rename)."""
@@ -701,7 +702,7 @@ def write_config(args: Arguments, group: LearnerGroup | None = None) -> None:
                   "action_dim": env.action_dim, "max_step": env.max_step, "random_seed": args.random_seed,
                   "agent_settings": json_settings(args.agent),
                   **({"tuned_family": args.tuned_settings[0], "tuned_settings": args.tuned_settings[1]} if args.tuned_settings else {})}
-        atomic_write(os.path.join(args.cwd, "config.json"), lambda temporary: write_json(temporary, config))
+        atomic_write(os.path.join(args.cwd, "config.json"), lambda temporary: _write_json(temporary, config))
     if args.if_print:
         start = f", resumed at env step {args.agent.total_steps:,d}" if args.if_resume else ""
         print(f"elegantrl: {agent_name} on {env!r}\n  run folder {args.cwd}{start}, seed {args.random_seed}, device {args.device}")
@@ -715,7 +716,7 @@ def write_config(args: Arguments, group: LearnerGroup | None = None) -> None:
                   f"{args.batch_size}, so each gradient step averages {group.world_size * args.batch_size} transitions")
 
 
-def write_json(path: str, value: Any) -> None:
+def _write_json(path: str, value: Any) -> None:
     """`value` as indented JSON in the file at `path`."""
     with open(path, "w") as file:
         json.dump(value, file, indent=2)
