@@ -552,7 +552,9 @@ class Evaluator:
                   "return_mean": mean, "return_std": std, "best_return": self.best_return, **logs}
         self._write_record(record)
         if time.monotonic() - self.curve_time > CURVE_SECONDS:  # a live curve, not redrawn after every evaluation
+            start = time.perf_counter()
             self.save_curve()
+            self.eval_seconds += time.perf_counter() - start  # drawing what evaluation found is evaluation, not training
         return self.best_return >= self.target_return
 
     def _write_record(self, record: dict[str, float]) -> None:

@@ -1,15 +1,18 @@
 """Arguments validation, train_and_evaluate, the Evaluator's files, NaN handling and the CLI."""
 
 import csv
+import math
 import os
 import subprocess
 import sys
+import time
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
+import elegantrl.run
 from elegantrl.agent import AgentD3QN, AgentDQN, AgentSAC
 from elegantrl.env import PreprocessEnv
 from elegantrl.run import Arguments, Evaluator, train_and_evaluate
@@ -366,6 +369,26 @@ def test_the_record_keeps_its_columns_when_a_figure_is_first_logged_later_and_re
     again = Evaluator(str(tmp_path), PreprocessEnv("CartPole-v1"), 100, 1, 0, 475.0, if_print=False)
     again.resume(300)
     assert again.records == evaluator.records and again.next_eval_step == 400
+
+
+def test_the_training_clock_stops_while_the_curve_is_drawn(tmp_path, monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(elegantrl.run.time, "perf_counter", lambda: clock[0])
+    agent = AgentD3QN()
+    agent.init(16, 4, 2)
+    evaluator = Evaluator(str(tmp_path), PreprocessEnv("CartPole-v1"), 100, 1, 0, 475.0, if_print=False)
+
+    def slow_curve() -> str:  # a curve that takes 100 s to draw
+        clock[0] += 100.0
+        evaluator.curve_time = time.monotonic()
+        return ""
+
+    monkeypatch.setattr(evaluator, "save_curve", slow_curve)
+    for step in (100, 200):
+        clock[0] += 1.0  # a second of training before each evaluation
+        evaluator.curve_time = -math.inf  # draw at each one
+        evaluator.evaluate_and_save(agent, step, {})
+    assert clock[0] == 202.0 and [record["seconds"] for record in evaluator.records] == [1.0, 2.0]
 
 
 def test_divergence_is_reported_before_the_diverged_actor_is_evaluated(tmp_path):
