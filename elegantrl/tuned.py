@@ -31,7 +31,10 @@ ZOO_LUNAR_PPO = dict(num_envs=16, target_step=1024, batch_size=64, repeat_times=
                      agent=dict(lambda_entropy=0.01, lambda_gae_adv=0.98))
 
 TUNED: dict[tuple[str, str], dict[str, Any]] = {
-    ("PPO", "CartPole-v1"): SHORT_ROLLOUTS,
+    # short rollouts, rewards scaled by 0.1 and the learning rate decayed to 0 over 100k env steps (the zoo's
+    # lin_1e-3 horizon): over tuning seeds 100-109 it held 475 on 75% of the evaluations after the first hit
+    # where short rollouts alone held 49%, at about 1.4x their time (tune-discreteppo-cartpole-v1-hold-scale*.md)
+    ("PPO", "CartPole-v1"): dict(SHORT_ROLLOUTS, reward_scale=0.1, lr_decay_steps=100_000),
     ("PPO", "Acrobot-v1"): SHORT_ROLLOUTS,
     # short rollouts again, with the zoo's horizon for Pendulum (gamma 0.9): 3/3 tuning seeds to -200 in a
     # median 15.1 s; the zoo's own 4 x 1024 rollouts with minibatch 64 took 20.3 s, and the family's

@@ -16,6 +16,7 @@ import elegantrl.run
 from elegantrl.agent import AgentD3QN, AgentDQN, AgentSAC
 from elegantrl.env import PreprocessEnv
 from elegantrl.run import Arguments, Evaluator, train_and_evaluate
+from elegantrl.tuned import TUNED
 
 TINY = dict(net_dim=16, batch_size=32, target_step=32, warmup_steps=64, eval_gap=128, eval_times1=2, eval_times2=1,
             break_step=512, if_print=False)
@@ -30,7 +31,9 @@ def test_agent_class_is_accepted_and_defaults_are_filled(tmp_path):
     args = Arguments(agent=AgentD3QN, env="CartPole-v1", cwd=str(tmp_path / "run"))
     args.init_before_training()
     assert isinstance(args.agent, AgentD3QN) and isinstance(args.env, PreprocessEnv)
-    assert args.net_dim == AgentD3QN.arg_defaults["net_dim"] and args.target_return == 475.0
+    # a field in the tuned entry for the DQN family on CartPole takes it, the others the family's defaults
+    assert args.net_dim == TUNED["DQN", "CartPole-v1"]["net_dim"] and args.target_return == 475.0
+    assert args.batch_size == AgentD3QN.arg_defaults["batch_size"] and "batch_size" not in TUNED["DQN", "CartPole-v1"]
     assert args.if_on_policy is False and os.path.isdir(args.cwd)
 
 
