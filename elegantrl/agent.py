@@ -261,10 +261,14 @@ class AgentBase:
                         if self.if_discrete:  # (num_envs,) indices, as select_action gives them
                             action = action[:, 0]
                     else:
+                        # the state is checked before the policy sees it: on a GPU, sampling from NaN probabilities is a
+                        # device-side assert, after which nothing on that GPU can be read, the cause included
+                        if not np.isfinite(state).all():
+                            raise FloatingPointError(self._non_finite_problem(state, self.total_steps + t * num_envs + 1))
                         try:
                             action = self.select_action(torch.as_tensor(state, device=self.device)).cpu().numpy()
                         except RuntimeError as error:  # e.g. sampling from NaN probabilities: say where the NaN came from
-                            if (problem := self._non_finite_problem(state, self.total_steps + t * num_envs + 1)) is None:
+                            if (problem := self._non_finite_problem(state, self.total_steps + t * num_envs + 1, error)) is None:
                                 raise
                             raise FloatingPointError(problem) from error
                     states[t], actions[t] = state, action.reshape(action_shape[1:])
@@ -371,13 +375,21 @@ class AgentBase:
                 if (isinstance(part, nn.Module) and not all(torch.isfinite(p).all() for p in part.parameters()))
                 or (isinstance(part, torch.Tensor) and not torch.isfinite(part).all())]
 
-    def _non_finite_problem(self, state: np.ndarray, env_step: int) -> str | None:
-        """What is non-finite, the env's state or the agent's weights; None if neither."""
+    def _non_finite_problem(self, state: np.ndarray, env_step: int, error: Exception | None = None) -> str | None:
+        """What is non-finite, the env's state or the agent's weights; None if neither.
+
+        `error` is what the policy raised, if it did: after a CUDA device-side assert the weights
+        cannot be read, and a finite state then leaves the policy's own output as the cause.
+        """
         if not np.isfinite(state).all():
             return (f"the env returned a non-finite state (NaN or inf) by env step {env_step:,d}: {state}. "
                     f"Check the env's step() and reset(), or clip its outputs")
+        advice = "Try a lower learning_rate or reward_scale"
+        if error is not None and "device-side assert" in str(error):
+            return (f"the policy failed on {self.device} by env step {env_step:,d} with a device-side assert while the state was "
+                    f"finite: most likely its probabilities held NaN or inf, i.e. training diverged. {advice}")
         if diverged := self.non_finite_parts():
-            return f"training diverged by env step {env_step:,d}: {', '.join(diverged)} hold NaN or inf. Try a lower learning_rate or reward_scale"
+            return f"training diverged by env step {env_step:,d}: {', '.join(diverged)} hold NaN or inf. {advice}"
         return None
 
     def _saved_parts(self) -> dict[str, Any]:

@@ -91,6 +91,15 @@ def gpu_device(gpu_id: int) -> str:
     return "cpu" if gpu_id < 0 else f"cuda:{gpu_id}"
 
 
+def rank_gpu(local_rank: int) -> str:
+    """The GPU of torchrun's local rank `local_rank`, one GPU per rank; ValueError if the machine has too few."""
+    if local_rank >= torch.cuda.device_count():
+        raise ValueError(f"torchrun's local rank {local_rank} takes cuda:{local_rank}, one GPU per rank, but this machine has "
+                         f"{torch.cuda.device_count()} CUDA device(s): give torchrun --nproc-per-node {torch.cuda.device_count()} "
+                         f"or fewer, or --device cpu to train the ranks on the CPU (Gloo)")
+    return f"cuda:{local_rank}"
+
+
 def backend_for(device: str | torch.device) -> str:
     """NCCL between GPUs, Gloo between CPUs."""
     return "nccl" if torch.device(device).type == "cuda" else "gloo"
@@ -122,7 +131,7 @@ def join_learners(args: Any) -> LearnerGroup | None:
                              f"or leave learner_gpus unset (each rank then takes cuda:LOCAL_RANK)")
         args.device = gpu_device(args.learner_gpus[local_rank])
     elif torch.device(args.device).type == "cuda":
-        args.device = f"cuda:{local_rank if launched_by_torchrun() else torch.cuda.current_device()}"
+        args.device = rank_gpu(local_rank) if launched_by_torchrun() else f"cuda:{torch.cuda.current_device()}"
     if torch.device(args.device).type == "cuda":
         torch.cuda.set_device(args.device)
     if made_here:

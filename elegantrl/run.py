@@ -28,7 +28,7 @@ import torch
 
 from elegantrl import agent as agent_module
 from elegantrl.agent import AgentBase, AgentMCTS, AgentOffPolicy, AgentOnPolicy, atomic_torch_save, atomic_write
-from elegantrl.distributed import RANK_SEED_OFFSET, LearnerGroup, gpu_device, join_learners, launched_by_torchrun, leave_learners
+from elegantrl.distributed import RANK_SEED_OFFSET, LearnerGroup, gpu_device, join_learners, launched_by_torchrun, leave_learners, rank_gpu
 from elegantrl.env import PreprocessEnv, build_vector_env, check_env, clone_env
 from elegantrl.replay import Transitions
 from elegantrl.tuned import tuned_entry
@@ -168,7 +168,7 @@ class Arguments:
         self.target_return = self.env.target_return
         self._check_learner_gpus()
         if self.device is None:  # under torchrun, each rank's own GPU
-            self.device = f"cuda:{int(os.environ.get('LOCAL_RANK', 0)) if launched_by_torchrun() else 0}" if torch.cuda.is_available() else "cpu"
+            self.device = (rank_gpu(int(os.environ["LOCAL_RANK"])) if launched_by_torchrun() else "cuda:0") if torch.cuda.is_available() else "cpu"
         try:
             torch.device(self.device)
         except RuntimeError as error:
@@ -177,7 +177,8 @@ class Arguments:
             torch.empty(0, device=self.device)
         except (RuntimeError, AssertionError) as error:  # a CPU build of torch asserts
             available = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())] + ["mps"] * torch.backends.mps.is_available()
-            raise ValueError(f"Arguments.device {self.device!r} is not available here ({error}); available: {', '.join(available)}") from error
+            cause = str(error).strip().splitlines()[0]  # CUDA's errors run on with debugging advice over several lines
+            raise ValueError(f"Arguments.device {self.device!r} is not available here ({cause}); available: {', '.join(available)}") from error
         if self.random_seed is None:  # a resumed run goes on with its own
             saved = read_config(self.cwd).get("random_seed") if self.if_resume and self.cwd else None
             self.random_seed = int(np.random.SeedSequence().entropy % 2**31) if saved is None else saved
@@ -838,12 +839,24 @@ def curve_title(args: Arguments) -> str:
 
 
 def save_run(args: Arguments, agent: AgentBase, evaluator: Evaluator) -> None:
-    """What every run does last, however it ended: saves the agent and the curve, closes TensorBoard."""
-    agent.save_or_load_agent(args.cwd, if_save=True)
-    if evaluator.records:
-        evaluator.save_curve()
-    if evaluator.writer is not None:
-        evaluator.writer.close()
+    """What every run does last, however it ended: saves the agent and the curve, closes TensorBoard.
+
+    Called while the run ends on an error, a save that fails too (a GPU that a device-side assert
+    left unreadable, a full disk) only warns: the run's own error is the one to see, and the
+    checkpoint of the last evaluation stays.
+    """
+    ending_error = sys.exc_info()[1]
+    try:
+        agent.save_or_load_agent(args.cwd, if_save=True)
+        if evaluator.records:
+            evaluator.save_curve()
+        if evaluator.writer is not None:
+            evaluator.writer.close()
+    except Exception as error:
+        if ending_error is None:
+            raise
+        warnings.warn(f"the final save failed too ({type(error).__name__}: {error}); {args.cwd} keeps what the last "
+                      f"evaluation wrote", stacklevel=2)
 
 
 def load_best_actor(args: Arguments, agent: AgentBase, best_return: float) -> AgentBase:

@@ -150,12 +150,13 @@ def read_record(cwd) -> list[dict]:
 
 
 def torchrun(*flags: str) -> list[str]:
-    """The command that runs ``python -m elegantrl`` on 2 Gloo ranks of this machine, as a user would."""
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "elegantrl", *flags]
+    """The command that runs ``python -m elegantrl`` on 2 Gloo ranks of this machine's CPU, as a user would."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "elegantrl", "--device", "cpu", *flags]
 
 
 def cli_env() -> dict:
-    return {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
 
 
 @pytest.mark.timeout(240)
@@ -259,3 +260,11 @@ def test_gpu_check_says_where_there_is_no_gpu_and_exits_0():
                             env={**cli_env(), "CUDA_VISIBLE_DEVICES": ""})  # hides any GPU: the check of a GPU is a benchmark
     assert result.returncode == 0, result.stderr
     assert "no CUDA GPU here" in result.stdout
+
+
+def test_a_torchrun_rank_without_a_gpu_of_its_own_is_told_how_to_fix_it():
+    from elegantrl.distributed import rank_gpu
+
+    gpus = torch.cuda.device_count()
+    with pytest.raises(ValueError, match=f"local rank {gpus} takes cuda:{gpus}.*--nproc-per-node {gpus} or fewer, or --device cpu"):
+        rank_gpu(gpus)

@@ -189,13 +189,13 @@ def test_state_normalisation_is_learned_saved_and_loaded_with_the_actor(tmp_path
                      target_step=512, break_step=1024, eval_gap=512, eval_times1=1, eval_times2=0, if_print=False)
     agent = train_and_evaluate(args)
     norm = agent.actor.net[0]
-    assert norm.mean.abs().sum() > 0 and not torch.equal(norm.std, torch.ones(3))
+    assert norm.mean.abs().sum() > 0 and not torch.equal(norm.std, torch.ones_like(norm.std))
     # Pendulum's state is (cos θ, sin θ, θ'): the running std of θ' is far from 1
     assert torch.allclose(agent.critic.net[0].mean, norm.mean) and norm.std[2] > 1.5
     saved = torch.load(os.path.join(args.cwd, "actor.pth"), weights_only=True)
     assert "net.0.mean" in saved and "net.0.std" in saved  # the best actor carries its normalisation
     loaded = AgentPPO()
-    loaded.init(16, 3, 1)
+    loaded.init(16, 3, 1, device=agent.device)  # the same device: a GPU's and the CPU's float results differ in the last bits
     loaded.actor.load_state_dict(saved)
     states = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
     assert np.array_equal(loaded.act(states), agent.act(states))

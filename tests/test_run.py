@@ -181,18 +181,56 @@ def test_a_nan_state_stops_a_sampling_discrete_policy_with_the_cause_not_a_torch
         train_and_evaluate(args)
 
 
-def test_a_sampling_discrete_policy_with_diverged_weights_says_so_not_a_torch_error():
-    from elegantrl.agent import AgentDiscretePPO
+DIVERGED_POLICY = """
+import sys, torch
+from elegantrl.agent import AgentDiscretePPO
+from elegantrl.env import PreprocessEnv
+agent = AgentDiscretePPO()
+agent.init(16, 4, 2, device=sys.argv[1])
+env = PreprocessEnv("CartPole-v1")
+agent.reset_exploration(env, seed=0)
+with torch.no_grad():
+    for param in agent.actor.parameters():
+        param.fill_(float("nan"))
+agent.explore_env(env, 8)
+"""
 
-    agent = AgentDiscretePPO()
-    agent.init(16, 4, 2)
-    env = PreprocessEnv("CartPole-v1")
-    agent.reset_exploration(env, seed=0)
-    with torch.no_grad():
-        for param in agent.actor.parameters():
-            param.fill_(float("nan"))
-    with pytest.raises(FloatingPointError, match="training diverged by env step 1: actor hold NaN or inf"):
-        agent.explore_env(env, 8)
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("device", ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())][:1])
+def test_a_sampling_discrete_policy_with_diverged_weights_says_so_not_a_torch_error(device):
+    """In a process of its own: on a GPU, NaN probabilities are a device-side assert, which leaves the GPU unusable."""
+    result = subprocess.run([sys.executable, "-c", DIVERGED_POLICY, device], capture_output=True, text=True, timeout=100)
+    last_line = result.stderr.strip().splitlines()[-1]
+    assert result.returncode == 1 and last_line.startswith("FloatingPointError"), result.stderr
+    assert "by env step 1" in last_line and "diverged" in last_line, last_line
+
+
+class EnvBreaksAfter(NaNRewardAfter):
+    """A faulty env: step `bad_step` raises."""
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps >= self.bad_step:
+            raise RuntimeError("the env broke")
+        return self.env.step(action)
+
+
+class AgentDQNUnsaveable(AgentDQN):
+    """Its final save fails, as it does on a GPU that a device-side assert left unreadable."""
+
+    def save_or_load_agent(self, cwd, if_save):
+        if if_save and self.total_steps > 128:
+            raise OSError("the final save failed")
+        super().save_or_load_agent(cwd, if_save)
+
+
+def test_a_failing_final_save_does_not_hide_the_error_that_ended_the_run(tmp_path):
+    args = Arguments(agent=AgentDQNUnsaveable(), env=PreprocessEnv(EnvBreaksAfter(gym.make("CartPole-v1"), bad_step=200)),
+                     eval_env=PreprocessEnv("CartPole-v1"), cwd=str(tmp_path / "run"), **TINY)
+    with pytest.raises(RuntimeError, match="the env broke"), pytest.warns(UserWarning, match="the final save failed too.*OSError"):
+        train_and_evaluate(args)
+    assert os.path.isfile(tmp_path / "run" / "agent.pth")  # the save at the evaluation of env step 128
 
 
 def test_a_diverged_agent_is_not_saved_over_the_last_good_checkpoint(tmp_path):

@@ -19,17 +19,18 @@ from elegantrl.agent import AgentD3QN
 from elegantrl.run import Arguments, train_and_evaluate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLI_PATH = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))  # the checkout first, and what the caller had
 TINY = ["--net-dim", "16", "--batch-size", "32", "--target-step", "32", "--eval-times1", "2", "--eval-times2", "1"]
 
 
 def cli(*flags, cwd, timeout=240):
-    env = {**os.environ, "PYTHONPATH": ROOT}
+    env = {**os.environ, "PYTHONPATH": CLI_PATH}
     return subprocess.run([sys.executable, "-m", "elegantrl", *flags], capture_output=True, text=True, cwd=cwd,
                           timeout=timeout, env=env)
 
 
 def start_cli(*flags, cwd):
-    env = {**os.environ, "PYTHONPATH": ROOT}
+    env = {**os.environ, "PYTHONPATH": CLI_PATH}
     return subprocess.Popen([sys.executable, "-m", "elegantrl", *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, cwd=cwd, env=env)
 
