@@ -4,6 +4,9 @@ env steps/s and the time to the target. Where no CUDA GPU is present it says so 
 
     python benchmarks/gpu_check.py                 # on a GPU machine
     python benchmarks/gpu_check.py --device cpu    # the same check on the CPU, to try the script
+    python benchmarks/gpu_check.py --out benchmarks/results   # also writes gpu-check.md and, on a GPU,
+                                                              # sac-throughput-cuda.md (the SAC update on the GPU
+                                                              # against plain PyTorch, the fastest plain loop and SB3)
 
 Figures: updates/s times `agent.update_net` alone on a prefilled buffer (a gradient step is a critic
 step for SAC, a minibatch step for PPO); env steps/s and seconds to target come from the run's own
@@ -23,6 +26,7 @@ import time
 
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository, for `import benchmarks`
 from elegantrl.agent import AgentDiscretePPO, AgentSAC
 from elegantrl.env import build_vector_env
 from elegantrl.run import Arguments, build_agent, train_and_evaluate
@@ -100,6 +104,8 @@ def check_two_ranks(name: str, work_dir: str) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cuda:0", help="cuda:0 (default), or cpu to try the script on a CPU")
+    parser.add_argument("--out", help="a folder to write gpu-check.md/.csv into, and on a GPU sac-throughput-cuda.md/.csv")
+    parser.add_argument("--repeats", type=int, default=10, help="timings per library in sac-throughput-cuda (default: 10)")
     options = parser.parse_args()
     if options.device.startswith("cuda") and not torch.cuda.is_available():
         print("gpu_check: no CUDA GPU here (torch.cuda.is_available() is False), so there is nothing to check; "
@@ -116,11 +122,28 @@ def main() -> int:
             for name in CHECKS:
                 results.append(check_two_ranks(name, work_dir))
                 print(results[-1], flush=True)
-    print("\n| check | learners | updates/s | env steps/s | s to target | env steps to target |\n|---|---|---|---|---|---|")
+    lines = ["| check | learners | updates/s | env steps/s | s to target | env steps to target |", "|---|---|---|---|---|---|"]
     for r in results:
         rate = f"{r['updates_per_s']:.0f}" if r["updates_per_s"] else "-"
         hit = f"{r['s_to_target']:.1f} | {r['steps_to_target']:,d}" if r["s_to_target"] is not None else "not reached | -"
-        print(f"| {r['check']} | {r['learners']} | {rate} | {r['env_steps_per_s']:.0f} | {hit} |")
+        lines.append(f"| {r['check']} | {r['learners']} | {rate} | {r['env_steps_per_s']:.0f} | {hit} |")
+    table = "\n".join(lines) + "\n"
+    if not options.out:
+        print("\n" + table)
+        return 0
+    from benchmarks.throughput import run_sac_throughput, write_throughput_report
+
+    command = "python benchmarks/gpu_check.py " + " ".join(sys.argv[1:])
+    setup = (f"- Device: {where}, torch {torch.__version__}, {os.cpu_count()} CPUs; the learner on {options.device}, one torch "
+             "thread, the envs on the CPU; seed 0 (a check, not a benchmark over seeds)\n"
+             + "".join(f"- {name}: {agent.__name__}, target {target}, budget {budget:,d} env steps, the built-in settings"
+                       + "".join(f", {key}={value}" for key, value in fields.items()) + "\n"
+                       for name, (agent, _, target, budget, fields) in CHECKS.items())
+             + "- updates/s: `agent.update_net` alone on a buffer filled by 2,048 env steps (SAC: critic steps; PPO: minibatch "
+             "steps); env steps/s and s to target: the run's own record (training time, evaluation excluded)\n\n")
+    write_throughput_report("gpu-check", "SAC and DiscretePPO trained on a GPU", results, setup, table, options.out, command)
+    if options.device.startswith("cuda"):
+        run_sac_throughput(options.out, command, options.repeats, net_dims=(256,), device=options.device)
     return 0
 
 

@@ -39,9 +39,11 @@ class PlainSAC:
                  gamma: float = 0.99, tau: float = 5e-3):
         """Builds the networks for the shapes of `data` (state, action, reward, undone, next_state tensors)."""
         state_dim, action_dim = data["state"].shape[1], data["action"].shape[1]
+        self.device = data["state"].device  # the networks live where the data does
 
         def mlp(dim_in: int, dim_out: int) -> nn.Sequential:
-            return nn.Sequential(nn.Linear(dim_in, net_dim), nn.ReLU(), nn.Linear(net_dim, net_dim), nn.ReLU(), nn.Linear(net_dim, dim_out))
+            return nn.Sequential(nn.Linear(dim_in, net_dim), nn.ReLU(), nn.Linear(net_dim, net_dim), nn.ReLU(),
+                                 nn.Linear(net_dim, dim_out)).to(self.device)
 
         self.data, self.size = data, len(data["reward"])
         self.batch_size, self.gamma, self.tau = batch_size, gamma, tau
@@ -50,7 +52,7 @@ class PlainSAC:
         self.q1_target, self.q2_target = copy.deepcopy(self.q1).requires_grad_(False), copy.deepcopy(self.q2).requires_grad_(False)
         self.critic_params = [*self.q1.parameters(), *self.q2.parameters()]
         self.target_params = [*self.q1_target.parameters(), *self.q2_target.parameters()]
-        self.log_alpha = torch.zeros((), requires_grad=True)
+        self.log_alpha = torch.zeros((), device=self.device, requires_grad=True)
         self.target_entropy = -float(action_dim)
         self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), learning_rate)
         self.critic_optimizer = torch.optim.Adam(self.critic_params, learning_rate)
@@ -67,7 +69,7 @@ class PlainSAC:
 
     def sample_batch(self) -> tuple[torch.Tensor, ...]:
         """A uniform batch of (state, action, reward, undone, next_state) from the preallocated tensors."""
-        index = torch.randint(self.size, (self.batch_size,))
+        index = torch.randint(self.size, (self.batch_size,), device=self.device)
         return tuple(self.data[key][index] for key in ("state", "action", "reward", "undone", "next_state"))
 
     def update(self) -> None:
@@ -177,7 +179,7 @@ class FastSAC(PlainSAC):
 
 
 def sb3_sac_updater(net_dim: int, data: dict[str, torch.Tensor], batch_size: int = 256, learning_rate: float = 1e-3,
-                    gamma: float = 0.99, tau: float = 5e-3, seed: int = 0) -> Callable[[int], int]:
+                    gamma: float = 0.99, tau: float = 5e-3, seed: int = 0, device: str = "cpu") -> Callable[[int], int]:
     """SB3's own SAC update: `stable_baselines3.SAC` on Pendulum-v1 with ``net_arch=[net_dim, net_dim]``, its replay
     buffer holding the transitions of `data`. Returns a function that runs ``model.train(gradient_steps=n)`` and
     returns n.
@@ -191,9 +193,9 @@ def sb3_sac_updater(net_dim: int, data: dict[str, torch.Tensor], batch_size: int
 
     model = SAC("MlpPolicy", gym.make("Pendulum-v1"), learning_rate=learning_rate, buffer_size=len(data["reward"]),
                 learning_starts=0, batch_size=batch_size, tau=tau, gamma=gamma, policy_kwargs=dict(net_arch=[net_dim, net_dim]),
-                seed=seed, device="cpu")
+                seed=seed, device=device)
     model.set_logger(Logger(folder=None, output_formats=[]))  # train() records its losses; `learn` would set one up
-    arrays = {key: value.numpy() for key, value in data.items()}
+    arrays = {key: value.cpu().numpy() for key, value in data.items()}
     for i in range(len(arrays["reward"])):
         model.replay_buffer.add(arrays["state"][i:i + 1], arrays["next_state"][i:i + 1], arrays["action"][i:i + 1],
                                 arrays["reward"][i:i + 1], 1.0 - arrays["undone"][i:i + 1], [{}])
@@ -214,9 +216,13 @@ def ratio_cells(ours: list[float], ceiling: list[float]) -> str:
 
 
 def per_second(work: Callable[[], int]) -> float:
-    """Times one call of `work`, which returns how much it did (gradient steps, env steps): the rate."""
+    """Times one call of `work`, which returns how much it did (gradient steps, env steps): the rate. On a GPU
+    the timing waits for the queued kernels at both ends, so that each call is charged its own work."""
+    synchronize = torch.cuda.synchronize if torch.cuda.is_initialized() else (lambda: None)
+    synchronize()
     start = time.perf_counter()
     done = work()
+    synchronize()
     return done / (time.perf_counter() - start)
 
 
@@ -240,7 +246,7 @@ SAC_REFERENCES = ("plain-pytorch", "fastest-plain-pytorch", "sb3")  # the sac-th
 
 
 def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int, ...] = (128, 256),
-                       steps: int = 50, batch_size: int = 256, note: str = "") -> bool:
+                       steps: int = 50, batch_size: int = 256, note: str = "", device: str = "cpu") -> bool:
     """Measures SAC gradient steps per second, elegantrl's `AgentSAC.update_net` against three references:
     `PlainSAC`, `FastSAC` and SB3's own `SAC.train`.
 
@@ -250,7 +256,8 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
     gradient steps per timing; the report gives the median updates/s of each and elegantrl's ratio to
     each reference (1 = as fast). Many short timings rather than a few long ones: on a shared machine
     the speed drifts by tens of percent within seconds, and neighbouring timings see the same drift.
-    Writes ``out/sac-throughput.md`` and ``.csv``; returns True.
+    Writes ``out/sac-throughput.md`` and ``.csv``; returns True. With a CUDA `device` (gpu_check.py) all four
+    learn on that GPU and the report is ``sac-throughput-cuda``.
     """
     from elegantrl.agent import AgentSAC
     from elegantrl.env import PreprocessEnv
@@ -264,9 +271,9 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
         agent = AgentSAC()
         # repeat_times 1: a rollout of steps × batch_size transitions buys exactly `steps` gradient steps
         agent.init(net_dim, env.state_dim, env.action_dim, learning_rate=1e-3, batch_size=batch_size, repeat_times=1.0,
-                   soft_update_tau=5e-3, device="cpu")
+                   soft_update_tau=5e-3, device=device)
         agent.reset_exploration(env, seed=0)
-        buffer = ReplayBuffer(10_000, env.state_dim, env.action_dim, if_discrete=False)
+        buffer = ReplayBuffer(10_000, env.state_dim, env.action_dim, if_discrete=False, device=device)
         buffer.extend(agent.explore_env(env, 10_000, if_random=True))
         n = len(buffer)
         data = dict(state=buffer.state[:n].clone(), action=buffer.action[:n].clone(), reward=buffer.reward[:n].clone(),
@@ -285,7 +292,7 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
         updaters = {OURS: elegantrl_update,
                     "plain-pytorch": functools.partial(loop, learner=PlainSAC(net_dim, data, batch_size=batch_size)),
                     "fastest-plain-pytorch": functools.partial(loop, learner=FastSAC(net_dim, data, batch_size=batch_size)),
-                    "sb3": sb3_sac_updater(net_dim, data, batch_size=batch_size)}
+                    "sb3": sb3_sac_updater(net_dim, data, batch_size=batch_size, device=device)}
         torch.set_num_threads(1)  # as the protocol says, whatever building the SB3 model did
         for update in updaters.values():  # warm-up of each: allocator, Adam state, first-call costs
             update(20)
@@ -293,7 +300,8 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
             for library, update in updaters.items():
                 records.append(dict(net_dim=net_dim, repeat=repeat, library=library,
                                     updates_per_s=per_second(functools.partial(update, steps))))
-                print(f"[sac-throughput net_dim {net_dim} repeat {repeat}] {library}: {records[-1]['updates_per_s']:.1f} updates/s", flush=True)
+                print(f"[sac-throughput {device} net_dim {net_dim} repeat {repeat}] {library}: "
+                      f"{records[-1]['updates_per_s']:.1f} updates/s", flush=True)
 
     lines = ["| net_dim | reference | elegantrl updates/s | reference updates/s | ratio of medians elegantrl / reference "
              "| per-pair ratios: median (quartiles) |", "|---|---|---|---|---|---|"]
@@ -303,9 +311,11 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
         for reference in SAC_REFERENCES:
             lines.append(f"| {net_dim} | {reference} | {ratio_cells(rates[OURS], rates[reference])} |")
     table = "\n".join(lines) + "\n"
+    where = "CPU" if torch.device(device).type == "cpu" else (
+        f"{torch.cuda.get_device_name(device)} ({device}) for all four, each timing waiting for the GPU at both ends")
     setup = (
         f"- Setup: Pendulum-v1 sizes (state_dim {env.state_dim}, action_dim {env.action_dim}), 10,000 random transitions, "
-        f"batch {batch_size}, Adam lr 1e-3, gamma 0.99, tau 0.005, one torch thread, CPU. All: actor MLP [state, net_dim, net_dim, "
+        f"batch {batch_size}, Adam lr 1e-3, gamma 0.99, tau 0.005, one torch thread, {where}. All: actor MLP [state, net_dim, net_dim, "
         "2 × action] (tanh-squashed Gaussian), two critic MLPs [state + action, net_dim, net_dim, 1] with targets, learned "
         "log-alpha, one critic, temperature and actor step per update.\n"
         f"- elegantrl: `AgentSAC.update_net(buffer, new_steps)` on an `elegantrl.replay.ReplayBuffer`, {steps} gradient steps per call.\n"
@@ -322,7 +332,8 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
         "SB3, elegantrl, ...); medians over repeats; the ratio is of the medians; the per-pair ratios compare each elegantrl "
         "timing with the reference's timing of the same repeat (median and interquartile range).\n\n"
     )
-    write_throughput_report("sac-throughput", "SAC learner updates per second, elegantrl against plain PyTorch, "
+    name = "sac-throughput" if torch.device(device).type == "cpu" else "sac-throughput-cuda"
+    write_throughput_report(name, "SAC learner updates per second, elegantrl against plain PyTorch, "
                             "the fastest plain loop and SB3", records, setup, table, out, command, note)
     return True
 
