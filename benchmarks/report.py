@@ -9,6 +9,7 @@ import os
 import platform
 import statistics
 import subprocess
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -194,7 +195,8 @@ def plot_curves(name: str, row: Row, results: list[dict[str, Any]], curves: dict
     """Both libraries' learning curves on one axis: the median over seeds and the interquartile band.
 
     A run's return between evaluations is its last evaluation's, and after its end (at the target's
-    hold, or the budget) it stays at its final one, so that every seed counts at every step.
+    hold, or the budget) it stays at its final one, so that every seed counts at every step; each
+    curve stops where its longest run stopped, so that a flat line never stands for steps not trained.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -208,10 +210,9 @@ def plot_curves(name: str, row: Row, results: list[dict[str, Any]], curves: dict
         keys = [(r["library"], r["agent"], r["seed"]) for r in results if label(r) == run_name and curves.get((r["library"], r["agent"], r["seed"]))]
         if not keys:
             continue
-        values = np.array([step_values(curves[key], grid) for key in keys])
-        low, middle, high = np.nanpercentile(values, [25, 50, 75], axis=0)
-        axis.plot(grid, middle, label=f"{run_name} ({len(keys)} seeds)")
-        axis.fill_between(grid, low, high, alpha=0.2)
+        steps, low, middle, high = curve_band([curves[key] for key in keys], grid)
+        axis.plot(steps, middle, label=f"{run_name} ({len(keys)} seeds)")
+        axis.fill_between(steps, low, high, alpha=0.2)
     axis.axhline(row.target, color="gray", linestyle="--", linewidth=1, label=f"target {row.target:g}")
     axis.set(xlabel="env steps", ylabel="evaluation return (median, IQR)", title=f"{name}: {row.env_id}")
     axis.legend(fontsize=8)
@@ -274,6 +275,16 @@ def plot_ratios(bars: list[tuple[str, bool, tuple[float, float, float], tuple[fl
                            for s in used], fontsize=8, loc="upper center", ncol=len(used), frameon=False)
     figure.tight_layout(rect=(0, 0, 1, 1 - 0.3 / height))
     figure.savefig(path, dpi=100)
+
+
+def curve_band(runs: list[list[tuple]], grid: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The grid steps up to the longest run's last evaluation, and the 25th, 50th and 75th percentiles
+    over `runs` there; a run that ended sooner counts at its final return."""
+    steps = grid[grid <= max(curve[-1][0] for curve in runs)]
+    values = np.array([step_values(curve, steps) for curve in runs])
+    with warnings.catch_warnings():  # the steps before the first evaluation are NaN in every run, by design
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return (steps, *np.nanpercentile(values, [25, 50, 75], axis=0))
 
 
 def step_values(curve: list[tuple], grid: np.ndarray) -> np.ndarray:

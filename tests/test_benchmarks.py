@@ -122,3 +122,16 @@ def test_a_tuning_sweep_with_hold_trains_past_the_hit_and_reports_what_it_kept(t
     report = (tmp_path / "tune-discreteppo-cartpole-v1.md").read_text()
     held = sum(value >= 100 for value in later)
     assert "held after the hit" in report and f"({held}/{len(later)})" in report
+
+
+def test_a_learning_curve_stops_where_its_longest_run_stopped():
+    import numpy as np
+
+    from benchmarks.report import curve_band
+
+    # (env step, seconds, return): one run ends at 4,000, the other at 6,000; the grid runs on to 10,000
+    runs = [[(2000, 1.0, -300.0), (4000, 2.0, -100.0)], [(2000, 1.0, -500.0), (4000, 2.0, -300.0), (6000, 3.0, -200.0)]]
+    steps, low, middle, high = curve_band(runs, np.linspace(0, 10_000, 11))
+    assert steps.tolist() == [0, 1000, 2000, 3000, 4000, 5000, 6000]  # not the steps neither run trained
+    assert np.isnan(middle[0]) and middle[2] == -400.0 and middle[-1] == -150.0  # the shorter run counts at its final -100
+    assert low[-1] <= middle[-1] <= high[-1]
