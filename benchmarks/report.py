@@ -177,6 +177,11 @@ def work_per_env_step(row: Row, budget: int) -> str:
     else:
         sb3 = (f"SB3 {row.sb3_algo} {width} wide, batch {settings['batch_size']}, {gradient_steps_per_env_step(settings):.3g} "
                f"gradient steps per env step, {settings['learning_starts']:,d} warm-up steps")
+        if "exploration_fraction" in settings:  # the DQN family's target network: a copy now and then, counted in env steps
+            sb3 += f", target moved by {settings['tau']:g} every {settings['target_update_interval']:,d} env steps"
+            train_freq = settings["train_freq"][0] if isinstance(settings["train_freq"], (tuple, list)) else settings["train_freq"]
+            if settings["target_update_interval"] < train_freq:  # it moves while SB3 collects, not between gradient steps
+                sb3 += f" of collection (in effect between bursts of {train_freq:,d} env steps' gradient steps)"
     ours = []
     for name in row.agents:
         args = Arguments(agent=getattr(agent_module, name)(**row.agent_kwargs), env=row.env_id, if_print=False, **row.elegantrl_args)
@@ -187,7 +192,8 @@ def work_per_env_step(row: Row, budget: int) -> str:
                         f"rollout, batch {args.batch_size}, {epochs / args.batch_size:.3g} gradient steps per env step")
         else:
             ours.append(f"elegantrl {name} [{args.net_dim}, {args.net_dim}] wide, batch {args.batch_size}, "
-                        f"{args.repeat_times / args.batch_size:.3g} gradient steps per env step, {args.warmup_steps:,d} warm-up steps")
+                        f"{args.repeat_times / args.batch_size:.3g} gradient steps per env step, {args.warmup_steps:,d} warm-up steps, "
+                        f"target moved by {args.soft_update_tau:.3g} every gradient step")
     return "; ".join([sb3, *ours])
 
 

@@ -459,6 +459,23 @@ def gradient_steps_per_env_step(settings: dict[str, Any]) -> float:
     return 1.0 if settings["gradient_steps"] == -1 else settings["gradient_steps"] / train_freq
 
 
+def dqn_matched_tau(settings: dict[str, Any]) -> float:
+    """elegantrl's soft-update rate per gradient step whose target network is as stale, on average, as SB3 DQN's.
+
+    SB3 moves its DQN target by ``tau`` (1: a copy) every ``target_update_interval`` env steps, checked
+    while it collects, so the target stays put through each burst of gradient steps: it moves once
+    every N = ceil(interval / train_freq) · train_freq env steps, that is every N·g gradient steps (g per
+    env step). Such a target is N·g·(1/tau - 1/2) gradient steps old on average; a Polyak average at
+    rate t per gradient step, about 1/t. elegantrl's agents keep their soft update; this rate matches
+    the mean age (capped at 1, a copy every step).
+    """
+    train_freq = settings["train_freq"]
+    train_freq = train_freq[0] if isinstance(train_freq, (tuple, list)) else train_freq
+    interval = -(-settings["target_update_interval"] // train_freq) * train_freq
+    mean_age = interval * gradient_steps_per_env_step(settings) * (1.0 / settings["tau"] - 0.5)
+    return min(1.0, 1.0 / mean_age)
+
+
 def matched(name: str, agent: str, width: int = 256) -> Row:
     """Row `name` at matched compute: `agent` against the same SB3 run, both doing the same work per env step.
 
@@ -466,12 +483,13 @@ def matched(name: str, agent: str, width: int = 256) -> Row:
     400×300 becomes width × width on SB3's side too). elegantrl takes SB3's batch size, its gradient
     steps per env step (as ``repeat_times`` = steps × batch), its warm-up of random actions and its
     buffer size, and, so that the two learn alike, its discount, its learning rate (the zoo's linear
-    decays as ``lr_decay_steps``, to zero at the same env step), its soft-update rate (not DQN's
-    periodic copies), its number of quantiles and its epsilon schedule. What still differs is each
-    library's own design: the network and update code, the replay buffer; the cadence (elegantrl
-    collects rounds of ``target_step`` env steps, then takes their gradient steps, where SB3 trains
-    every ``train_freq`` env steps); DQN's target network (SB3 copies it every
-    ``target_update_interval`` env steps); TD3's target networks (SB3 moves them once per actor step,
+    decays as ``lr_decay_steps``, to zero at the same env step), its soft-update rate (for DQN's
+    periodic copies, the rate of the same mean staleness: `dqn_matched_tau`), its number of quantiles
+    and its epsilon schedule. What still differs is each library's own design: the network and update
+    code, the replay buffer; the cadence (elegantrl collects rounds of ``target_step`` env steps, then
+    takes their gradient steps, where SB3 trains every ``train_freq`` env steps); DQN's target update
+    (SB3 copies the network now and then, elegantrl moves it a little every gradient step, with the
+    same mean age); TD3's target networks (SB3 moves them once per actor step,
     elegantrl after every critic step); the critic loss (SB3's SAC and TD3 use MSE, elegantrl SmoothL1);
     SB3 DQN's gradient clipping at norm 10. Where the row stops SB3 early (``sb3_budget``: its learning
     rate is zero there), both sides stop there.
@@ -500,6 +518,7 @@ def matched(name: str, agent: str, width: int = 256) -> Row:
     if "exploration_fraction" in settings:  # the DQN family: epsilon-greedy, over the same env steps
         agent_kwargs = dict(explore_rate=(settings["exploration_initial_eps"], settings["exploration_final_eps"]),
                             explore_decay_steps=round(settings["exploration_fraction"] * budget))
+        fields["soft_update_tau"] = dqn_matched_tau(settings)
     else:
         fields["soft_update_tau"] = settings["tau"]
     if "n_quantiles" in settings["policy_kwargs"]:

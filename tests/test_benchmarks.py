@@ -12,7 +12,7 @@ import pytest
 from stable_baselines3.common.vec_env import VecNormalize
 
 from benchmarks import runner
-from benchmarks.rows import ROOT, ROWS, gradient_steps_per_env_step, sb3_settings
+from benchmarks.rows import ROOT, ROWS, dqn_matched_tau, gradient_steps_per_env_step, sb3_settings
 from benchmarks.runner import Job, train_sb3
 from elegantrl import agent as agent_module
 from elegantrl.run import Arguments, lr_decay_factor
@@ -135,3 +135,19 @@ def test_a_learning_curve_stops_where_its_longest_run_stopped():
     assert steps.tolist() == [0, 1000, 2000, 3000, 4000, 5000, 6000]  # not the steps neither run trained
     assert np.isnan(middle[0]) and middle[2] == -400.0 and middle[-1] == -150.0  # the shorter run counts at its final -100
     assert low[-1] <= middle[-1] <= high[-1]
+
+
+@pytest.mark.parametrize("interval, train_freq, gradient_steps", [(10, 256, 128), (250, 4, -1), (1, 256, -1)])
+def test_a_matched_dqn_target_is_as_stale_on_average_as_sb3s(interval, train_freq, gradient_steps):
+    """SB3's schedule played out step by step: the target's mean age, in gradient steps, is 1/tau of ours."""
+    settings = dict(target_update_interval=interval, train_freq=train_freq, gradient_steps=gradient_steps, tau=1.0)
+    ages, copied_at, done = [], 0, 0
+    for env_step in range(1, 200_001):
+        if env_step % interval == 0:  # SB3's _on_step, while it collects
+            copied_at = done
+        if env_step % train_freq == 0:  # then a burst of gradient steps
+            for _ in range(train_freq if gradient_steps == -1 else gradient_steps):
+                ages.append(done - copied_at)
+                done += 1
+    polyak_age = 1.0 / dqn_matched_tau(settings) - 1.0  # a Polyak average at rate t is (1 - t) / t steps old on average
+    assert polyak_age == pytest.approx(sum(ages) / len(ages), abs=1.0)
