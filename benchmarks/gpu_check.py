@@ -111,6 +111,8 @@ def main() -> int:
         print("gpu_check: no CUDA GPU here (torch.cuda.is_available() is False), so there is nothing to check; "
               "run it on a GPU machine, or with --device cpu to try it on the CPU.")
         return 0
+    if options.device.startswith("cuda"):  # the current device: what torch.cuda.synchronize() waits for in the timings
+        torch.cuda.set_device(options.device)
     where = torch.cuda.get_device_name(options.device) if options.device.startswith("cuda") else platform.processor() or "CPU"
     print(f"gpu_check on {where} ({torch.cuda.device_count()} CUDA devices), torch {torch.__version__}, {os.cpu_count()} CPUs")
     results = []
@@ -141,7 +143,7 @@ def main() -> int:
                        for name, (agent, _, target, budget, fields) in CHECKS.items())
              + "- updates/s: `agent.update_net` alone on a buffer filled by 2,048 env steps (SAC: critic steps; PPO: minibatch "
              "steps); env steps/s and s to target: the run's own record (training time, evaluation excluded)\n\n")
-    write_throughput_report("gpu-check", "SAC and DiscretePPO trained on a GPU", results, setup, table, options.out, command)
+    write_throughput_report("gpu-check", f"SAC and DiscretePPO trained on {options.device}", results, setup, table, options.out, command)
     if options.device.startswith("cuda"):
         run_sac_throughput(options.out, command, options.repeats, net_dims=(256,), device=options.device)
     return 0

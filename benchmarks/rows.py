@@ -462,17 +462,25 @@ def gradient_steps_per_env_step(settings: dict[str, Any]) -> float:
 def dqn_matched_tau(settings: dict[str, Any]) -> float:
     """elegantrl's soft-update rate per gradient step whose target network is as stale, on average, as SB3 DQN's.
 
-    SB3 moves its DQN target by ``tau`` (1: a copy) every ``target_update_interval`` env steps, checked
-    while it collects, so the target stays put through each burst of gradient steps: it moves once
-    every N = ceil(interval / train_freq) · train_freq env steps, that is every N·g gradient steps (g per
-    env step). Such a target is N·g·(1/tau - 1/2) gradient steps old on average; a Polyak average at
-    rate t per gradient step, about 1/t. elegantrl's agents keep their soft update; this rate matches
-    the mean age (capped at 1, a copy every step).
+    SB3 copies its DQN target (``tau=1``) every ``target_update_interval`` env steps, checked while it
+    collects, so the target stays put through each burst of gradient steps: it is copied once every
+    N = ceil(interval / train_freq) · train_freq env steps, that is every N·g gradient steps (g per env
+    step; for an interval that is no multiple of train_freq, N on average to within train_freq), and is
+    N·g/2 gradient steps old on average. A Polyak average at rate t per gradient step is (1 - t)/t
+    old on average, about 1/t. elegantrl's agents keep their soft update; this rate gives the same
+    mean age to within a gradient step (capped at 1, a copy every step). An interval above
+    ``train_freq`` that is not a multiple of it spaces the copies unevenly, by up to ``train_freq``
+    env steps, which is modelled only where that is a tenth of the interval or less; settings not
+    modelled (these, and ``tau < 1``) raise ValueError.
     """
     train_freq = settings["train_freq"]
     train_freq = train_freq[0] if isinstance(train_freq, (tuple, list)) else train_freq
-    interval = -(-settings["target_update_interval"] // train_freq) * train_freq
-    mean_age = interval * gradient_steps_per_env_step(settings) * (1.0 / settings["tau"] - 0.5)
+    interval = settings["target_update_interval"]
+    if settings["tau"] != 1.0 or train_freq < interval < 10 * train_freq and interval % train_freq:
+        raise ValueError(f"target_update_interval={interval}, train_freq={train_freq}, tau={settings['tau']}: matched rows "
+                         f"model SB3's DQN target as a copy (tau=1) every interval up to train_freq, a multiple of it, "
+                         f"or ten times it and more")
+    mean_age = -(-interval // train_freq) * train_freq * gradient_steps_per_env_step(settings) / 2.0
     return min(1.0, 1.0 / mean_age)
 
 

@@ -264,6 +264,8 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
     from elegantrl.replay import ReplayBuffer
 
     torch.set_num_threads(1)
+    if torch.device(device).type == "cuda":  # the current device: what `per_second`'s synchronize waits for
+        torch.cuda.set_device(device)
     env = PreprocessEnv("Pendulum-v1")
     records: list[dict[str, Any]] = []
     for net_dim in net_dims:
@@ -312,7 +314,8 @@ def run_sac_throughput(out: str, command: str, repeats: int, net_dims: tuple[int
             lines.append(f"| {net_dim} | {reference} | {ratio_cells(rates[OURS], rates[reference])} |")
     table = "\n".join(lines) + "\n"
     where = "CPU" if torch.device(device).type == "cpu" else (
-        f"{torch.cuda.get_device_name(device)} ({device}) for all four, each timing waiting for the GPU at both ends")
+        f"{torch.cuda.get_device_name(device)} ({device}) for all four, each timing waiting for the GPU at both ends; "
+        "fastest-plain-pytorch is the loop found fastest on one CPU thread, a reference on the GPU, not a proven ceiling")
     setup = (
         f"- Setup: Pendulum-v1 sizes (state_dim {env.state_dim}, action_dim {env.action_dim}), 10,000 random transitions, "
         f"batch {batch_size}, Adam lr 1e-3, gamma 0.99, tau 0.005, one torch thread, {where}. All: actor MLP [state, net_dim, net_dim, "

@@ -261,9 +261,9 @@ class AgentBase:
                         if self.if_discrete:  # (num_envs,) indices, as select_action gives them
                             action = action[:, 0]
                     else:
-                        # the state is checked before the policy sees it: on a GPU, sampling from NaN probabilities is a
-                        # device-side assert, after which nothing on that GPU can be read, the cause included
-                        if not np.isfinite(state).all():
+                        # on a GPU the state is checked before the policy sees it: sampling from NaN probabilities is a
+                        # device-side assert there, after which nothing on that GPU can be read, the cause included
+                        if self.device.type == "cuda" and not np.isfinite(state).all():
                             raise FloatingPointError(self._non_finite_problem(state, self.total_steps + t * num_envs + 1))
                         try:
                             action = self.select_action(torch.as_tensor(state, device=self.device)).cpu().numpy()

@@ -93,10 +93,11 @@ def gpu_device(gpu_id: int) -> str:
 
 def rank_gpu(local_rank: int) -> str:
     """The GPU of torchrun's local rank `local_rank`, one GPU per rank; ValueError if the machine has too few."""
-    if local_rank >= torch.cuda.device_count():
+    gpus = torch.cuda.device_count()
+    if local_rank >= gpus:
+        fewer = f"give torchrun --nproc-per-node {gpus} or fewer, or " if gpus else ""
         raise ValueError(f"torchrun's local rank {local_rank} takes cuda:{local_rank}, one GPU per rank, but this machine has "
-                         f"{torch.cuda.device_count()} CUDA device(s): give torchrun --nproc-per-node {torch.cuda.device_count()} "
-                         f"or fewer, or --device cpu to train the ranks on the CPU (Gloo)")
+                         f"{gpus} CUDA device(s): {fewer}--device cpu to train the ranks on the CPU (Gloo)")
     return f"cuda:{local_rank}"
 
 

@@ -416,6 +416,6 @@ class MuZeroNet(nn.Module):
 
 def scale_latent(latent: torch.Tensor) -> torch.Tensor:
     """Min-max scales each latent (row) to [0, 1]; a constant one becomes zeros rather than a division by zero."""
-    # min and max rather than aminmax: torch 2.11 has no derivative for aminmax (seen on CUDA)
-    low, high = latent.min(dim=1, keepdim=True).values, latent.max(dim=1, keepdim=True).values
+    # amin and amax rather than aminmax: torch 2.11 has no derivative for aminmax (seen on CUDA)
+    low, high = latent.amin(dim=1, keepdim=True), latent.amax(dim=1, keepdim=True)
     return (latent - low) / (high - low).clamp_min(1e-5)

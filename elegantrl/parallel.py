@@ -480,6 +480,7 @@ def train_multiprocess(args: Arguments) -> AgentBase:
     grace = 10.0  # for the children to finish what they do; a stop does not wait for rollouts nobody will learn from
     rank_grace = 0.5  # a rank waiting in a collective for this one never ends by itself
     with signal_handlers({signal.SIGTERM: raise_terminated}):
+        finished = False
         try:
             with torch_threads(args.num_threads):
                 learner.start(recipes, blueprint, with_evaluator=is_main)
@@ -492,6 +493,7 @@ def train_multiprocess(args: Arguments) -> AgentBase:
                           f"{learners} and an Evaluator process, started in {learner.startup_seconds:.1f} s", flush=True)
                 learner.run()
                 rank_grace = 30.0  # the other ranks end their rounds with this one, and shut down their own workers
+            finished = True
         except KeyboardInterrupt as stop:
             if is_main:
                 say_stopped(stop, args, " (rollouts under way are not counted)")
@@ -507,7 +509,7 @@ def train_multiprocess(args: Arguments) -> AgentBase:
                 with signal_handlers(dict.fromkeys((signal.SIGINT, signal.SIGTERM), signal.SIG_IGN)):  # short, and must not be torn
                     if os.path.isfile(learner.clock.csv_path):
                         learner.clock.resume(args.agent.total_steps)  # the record the Evaluator wrote, for the curve
-                    save_run(args, args.agent, learner.clock)
+                    save_run(args, args.agent, learner.clock, if_failed=not finished)
             elif is_main:  # a failed start: no run to keep
                 args.discard_new_folder()
             stop_learner_ranks(ranks, group, rank_grace)

@@ -177,7 +177,7 @@ class Arguments:
             torch.empty(0, device=self.device)
         except (RuntimeError, AssertionError) as error:  # a CPU build of torch asserts
             available = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())] + ["mps"] * torch.backends.mps.is_available()
-            cause = str(error).strip().splitlines()[0]  # CUDA's errors run on with debugging advice over several lines
+            cause = (str(error).strip().splitlines() or [type(error).__name__])[0]  # CUDA's run on over several lines
             raise ValueError(f"Arguments.device {self.device!r} is not available here ({cause}); available: {', '.join(available)}") from error
         if self.random_seed is None:  # a resumed run goes on with its own
             saved = read_config(self.cwd).get("random_seed") if self.if_resume and self.cwd else None
@@ -838,25 +838,26 @@ def curve_title(args: Arguments) -> str:
     return f"{type(args.agent).__name__} on {args.env.env_name}, seed {args.random_seed}"
 
 
-def save_run(args: Arguments, agent: AgentBase, evaluator: Evaluator) -> None:
+def save_run(args: Arguments, agent: AgentBase, evaluator: Evaluator, if_failed: bool = False) -> None:
     """What every run does last, however it ended: saves the agent and the curve, closes TensorBoard.
 
-    Called while the run ends on an error, a save that fails too (a GPU that a device-side assert
-    left unreadable, a full disk) only warns: the run's own error is the one to see, and the
-    checkpoint of the last evaluation stays.
+    For a run that ends on an error or a stop (`if_failed`), a part that fails to save too (a GPU
+    that a device-side assert left unreadable, a full disk) only warns, and the other parts are
+    still tried: the run's own error is the one to see, and the checkpoint of the last evaluation stays.
     """
-    ending_error = sys.exc_info()[1]
-    try:
-        agent.save_or_load_agent(args.cwd, if_save=True)
-        if evaluator.records:
-            evaluator.save_curve()
-        if evaluator.writer is not None:
-            evaluator.writer.close()
-    except Exception as error:
-        if ending_error is None:
-            raise
-        warnings.warn(f"the final save failed too ({type(error).__name__}: {error}); {args.cwd} keeps what the last "
-                      f"evaluation wrote", stacklevel=2)
+    parts = [lambda: agent.save_or_load_agent(args.cwd, if_save=True)]
+    if evaluator.records:
+        parts.append(evaluator.save_curve)
+    if evaluator.writer is not None:
+        parts.append(evaluator.writer.close)
+    for part in parts:
+        try:
+            part()
+        except Exception as error:
+            if not if_failed:
+                raise
+            warnings.warn(f"the final save failed too ({type(error).__name__}: {error}); {args.cwd} keeps what the last "
+                          f"evaluation wrote", stacklevel=2)
 
 
 def load_best_actor(args: Arguments, agent: AgentBase, best_return: float) -> AgentBase:
@@ -949,9 +950,11 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
             write_config(args, group)
 
     with signal_handlers({signal.SIGTERM: raise_terminated}):  # also over the final save: SIGTERM then still means 143
+        finished = False
         try:
             with torch_threads(args.num_threads):
                 train_in_rounds(args, explore_env, buffer, evaluator, group)
+            finished = True
         except KeyboardInterrupt as stop:
             if is_main:
                 say_stopped(stop, args)
@@ -969,7 +972,7 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
                 except Exception:  # closing a vector env with a dead worker raises too; the run's error is the one to see
                     pass
             if evaluator is not None:
-                save_run(args, agent, evaluator)
+                save_run(args, agent, evaluator, if_failed=not finished)
             leave_learners(group)
             agent.learner_group = None  # the group is gone: the returned agent learns alone
     return load_best_actor(args, agent, evaluator.best_return) if evaluator is not None else agent

@@ -137,9 +137,9 @@ def test_a_learning_curve_stops_where_its_longest_run_stopped():
     assert low[-1] <= middle[-1] <= high[-1]
 
 
-@pytest.mark.parametrize("interval, train_freq, gradient_steps", [(10, 256, 128), (250, 4, -1), (1, 256, -1)])
+@pytest.mark.parametrize("interval, train_freq, gradient_steps", [(10, 256, 128), (250, 4, -1), (1, 256, -1), (512, 256, 64)])
 def test_a_matched_dqn_target_is_as_stale_on_average_as_sb3s(interval, train_freq, gradient_steps):
-    """SB3's schedule played out step by step: the target's mean age, in gradient steps, is 1/tau of ours."""
+    """SB3's schedule played out step by step: its target's mean age in gradient steps is our Polyak target's."""
     settings = dict(target_update_interval=interval, train_freq=train_freq, gradient_steps=gradient_steps, tau=1.0)
     ages, copied_at, done = [], 0, 0
     for env_step in range(1, 200_001):
@@ -151,3 +151,9 @@ def test_a_matched_dqn_target_is_as_stale_on_average_as_sb3s(interval, train_fre
                 done += 1
     polyak_age = 1.0 / dqn_matched_tau(settings) - 1.0  # a Polyak average at rate t is (1 - t) / t steps old on average
     assert polyak_age == pytest.approx(sum(ages) / len(ages), abs=1.0)
+
+
+@pytest.mark.parametrize("interval, train_freq, tau", [(300, 256, 1.0), (10, 256, 0.1)])
+def test_a_dqn_target_schedule_that_matched_rows_do_not_model_is_refused(interval, train_freq, tau):
+    with pytest.raises(ValueError, match="matched rows model SB3's DQN target as a copy"):
+        dqn_matched_tau(dict(target_update_interval=interval, train_freq=train_freq, gradient_steps=-1, tau=tau))

@@ -201,8 +201,9 @@ agent.explore_env(env, 8)
 def test_a_sampling_discrete_policy_with_diverged_weights_says_so_not_a_torch_error(device):
     """In a process of its own: on a GPU, NaN probabilities are a device-side assert, which leaves the GPU unusable."""
     result = subprocess.run([sys.executable, "-c", DIVERGED_POLICY, device], capture_output=True, text=True, timeout=100)
+    assert result.returncode == 1, result.stderr
     last_line = result.stderr.strip().splitlines()[-1]
-    assert result.returncode == 1 and last_line.startswith("FloatingPointError"), result.stderr
+    assert last_line.startswith("FloatingPointError"), result.stderr
     assert "by env step 1" in last_line and "diverged" in last_line, last_line
 
 
@@ -231,6 +232,21 @@ def test_a_failing_final_save_does_not_hide_the_error_that_ended_the_run(tmp_pat
     with pytest.raises(RuntimeError, match="the env broke"), pytest.warns(UserWarning, match="the final save failed too.*OSError"):
         train_and_evaluate(args)
     assert os.path.isfile(tmp_path / "run" / "agent.pth")  # the save at the evaluation of env step 128
+
+
+def test_a_failing_final_save_is_raised_for_a_run_that_finished_even_inside_the_callers_except_block(tmp_path):
+    agent = AgentDQNUnsaveable()
+    agent.init(16, 4, 2)
+    agent.total_steps = 256
+    args = Arguments(agent=agent, env="CartPole-v1", cwd=str(tmp_path / "run"))
+    evaluator = Evaluator(str(tmp_path / "run"), PreprocessEnv("CartPole-v1"), 128, 2, 0, 475.0, if_print=False)
+    try:
+        raise KeyError("the caller's own, already handled")
+    except KeyError:
+        with pytest.raises(OSError, match="the final save failed"):
+            elegantrl.run.save_run(args, agent, evaluator)
+    with pytest.warns(UserWarning, match="the final save failed too"):
+        elegantrl.run.save_run(args, agent, evaluator, if_failed=True)
 
 
 def test_a_diverged_agent_is_not_saved_over_the_last_good_checkpoint(tmp_path):
