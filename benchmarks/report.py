@@ -17,7 +17,7 @@ import numpy as np
 import stable_baselines3
 import torch
 
-from benchmarks.rows import ROOT, ROWS, SB3, TARGET_HOLD, Row, gradient_steps_per_env_step, sb3_settings
+from benchmarks.rows import ROOT, ROWS, SB3, TARGET_HOLD, Row, gradient_steps_per_env_step, sb3_settings, train_freq_steps
 
 
 def add_ratios(results: list[dict[str, Any]]) -> None:
@@ -179,7 +179,7 @@ def work_per_env_step(row: Row, budget: int) -> str:
                f"gradient steps per env step, {settings['learning_starts']:,d} warm-up steps")
         if "exploration_fraction" in settings:  # the DQN family's target network: a copy now and then, counted in env steps
             sb3 += f", target moved by {settings['tau']:g} every {settings['target_update_interval']:,d} env steps"
-            train_freq = settings["train_freq"][0] if isinstance(settings["train_freq"], (tuple, list)) else settings["train_freq"]
+            train_freq = train_freq_steps(settings)
             if settings["target_update_interval"] < train_freq:  # it moves while SB3 collects, not between gradient steps
                 sb3 += f" of collection (in effect between bursts of {train_freq:,d} env steps' gradient steps)"
     ours = []

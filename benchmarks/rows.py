@@ -448,13 +448,19 @@ def sb3_settings(algo: str, hyperparams: dict[str, Any]) -> dict[str, Any]:
     return {**defaults, **hyperparams}
 
 
-def gradient_steps_per_env_step(settings: dict[str, Any]) -> float:
-    """An off-policy SB3 run's gradient steps per env step, from its `train_freq` and `gradient_steps` (one env)."""
+def train_freq_steps(settings: dict[str, Any]) -> int:
+    """An off-policy SB3 run's `train_freq` in env steps; ValueError where it counts episodes."""
     train_freq = settings["train_freq"]
     if isinstance(train_freq, (tuple, list)):  # (n, "step"), or SB3's own TrainFreq with its enum unit
         if str(getattr(train_freq[1], "value", train_freq[1])) != "step":
             raise ValueError(f"train_freq={train_freq} counts episodes: it has no fixed gradient steps per env step to match")
         train_freq = train_freq[0]
+    return train_freq
+
+
+def gradient_steps_per_env_step(settings: dict[str, Any]) -> float:
+    """An off-policy SB3 run's gradient steps per env step, from its `train_freq` and `gradient_steps` (one env)."""
+    train_freq = train_freq_steps(settings)
     # -1 is as many gradient steps as the env steps just collected
     return 1.0 if settings["gradient_steps"] == -1 else settings["gradient_steps"] / train_freq
 
@@ -473,8 +479,7 @@ def dqn_matched_tau(settings: dict[str, Any]) -> float:
     env steps, which is modelled only where that is a tenth of the interval or less; settings not
     modelled (these, and ``tau < 1``) raise ValueError.
     """
-    train_freq = settings["train_freq"]
-    train_freq = train_freq[0] if isinstance(train_freq, (tuple, list)) else train_freq
+    train_freq = train_freq_steps(settings)
     interval = settings["target_update_interval"]
     if settings["tau"] != 1.0 or train_freq < interval < 10 * train_freq and interval % train_freq:
         raise ValueError(f"target_update_interval={interval}, train_freq={train_freq}, tau={settings['tau']}: matched rows "
