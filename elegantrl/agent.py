@@ -411,6 +411,11 @@ class AgentBase:
             elif isinstance(part, torch.optim.Optimizer):
                 # a checkpoint brings its machine's choice of kernel (fused Adam on CUDA or torch >= 2.4), which
                 # this machine may not have: keep the kernel `make_adam` chose here
+                if not optimizer_state_fits(part, state[name]):
+                    warnings.warn(f"the checkpoint's {name} does not fit the parameters of this version's networks (it was saved by "
+                                  f"an elegantrl that laid them out differently): the weights are loaded, {name} starts afresh",
+                                  stacklevel=2)
+                    continue
                 kernels = [{key: group.get(key) for key in ("fused", "foreach")} for group in part.param_groups]
                 part.load_state_dict(state[name])
                 for group, kernel in zip(part.param_groups, kernels):
@@ -438,6 +443,15 @@ class AgentBase:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"no saved agent at {path}; train first or check the run folder")
         self.load_state_dict(torch.load(path, map_location=self.device, weights_only=True))
+
+
+def optimizer_state_fits(optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> bool:
+    """Whether a saved optimizer `state` has a parameter, with moments of the same shape, for each of `optimizer`'s."""
+    params = [param for group in optimizer.param_groups for param in group["params"]]
+    saved = [index for group in state["param_groups"] for index in group["params"]]
+    return len(saved) == len(params) and all(
+        value.shape == param.shape for index, param in zip(saved, params)
+        for value in state["state"].get(index, {}).values() if isinstance(value, torch.Tensor) and value.dim() > 0)
 
 
 def atomic_write(path: str, write: Callable[[str], Any]) -> None:

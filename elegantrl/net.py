@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -53,24 +54,67 @@ class StateNorm(nn.Module):
         self.if_active = bool(self.mean.any() or self.std.ne(1).any())
 
 
-def build_mlp(dims: Sequence[int], activation: type[nn.Module] = nn.ReLU, if_raw_out: bool = True) -> nn.Sequential:
+def build_mlp(dims: Sequence[int], activation: type[nn.Module] = nn.ReLU, if_raw_out: bool = True,
+              num_nets: int = 0) -> nn.Sequential:
     """`StateNorm`, then linear layers of sizes ``dims[0] -> ... -> dims[-1]`` with `activation` between.
 
     With ``if_raw_out`` the last layer has no activation (an output layer); without it the MLP
     ends in `activation` (an encoder whose output feeds further heads). Every MLP here that reads
-    states starts with a `StateNorm`; those that read features are built with `build_head`.
+    states starts with a `StateNorm`; those that read features are built with `build_head`. With
+    ``num_nets`` the layers are `StackedLinear`: that many independent MLPs evaluated as one.
     """
-    return nn.Sequential(StateNorm(dims[0]), *build_head(dims, activation, if_raw_out))
+    return nn.Sequential(StateNorm(dims[0]), *build_head(dims, activation, if_raw_out, num_nets))
 
 
-def build_head(dims: Sequence[int], activation: type[nn.Module] = nn.ReLU, if_raw_out: bool = True) -> nn.Sequential:
+def build_head(dims: Sequence[int], activation: type[nn.Module] = nn.ReLU, if_raw_out: bool = True,
+               num_nets: int = 0) -> nn.Sequential:
     """`build_mlp` without the `StateNorm`, for layers that read features, not states."""
     layers: list[nn.Module] = []
     for dim_in, dim_out in zip(dims[:-1], dims[1:]):
-        layers += [nn.Linear(dim_in, dim_out), activation()]
+        layers += [StackedLinear(num_nets, dim_in, dim_out) if num_nets else nn.Linear(dim_in, dim_out), activation()]
     if if_raw_out:
         layers.pop()
     return nn.Sequential(*layers)
+
+
+class StackedLinear(nn.Module):
+    """`num_nets` independent linear layers applied in one batched matmul (an ensemble's layer).
+
+    Maps (num_nets, batch, dim_in) to (num_nets, batch, dim_out); a (batch, dim_in) input is read
+    by every member. Twin critics built from these cost one kernel per layer instead of one per
+    layer and network, which is most of a small network's time on a GPU. Each member starts as an
+    `nn.Linear` of the same size does: weights and biases uniform in ±1/sqrt(dim_in).
+    """
+
+    def __init__(self, num_nets: int, dim_in: int, dim_out: int):
+        super().__init__()
+        bound = 1.0 / math.sqrt(dim_in)
+        self.weight = nn.Parameter(torch.empty(num_nets, dim_in, dim_out).uniform_(-bound, bound))
+        self.bias = nn.Parameter(torch.empty(num_nets, 1, dim_out).uniform_(-bound, bound))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() == 2:
+            x = x.expand(self.weight.shape[0], *x.shape)
+        return torch.baddbmm(self.bias, x, self.weight)
+
+
+def stack_separate_nets(state_dict: dict[str, Any], old_prefix: str, new_prefix: str) -> None:
+    """Rewrites, in place, the weights of MLPs saved one per network (``old_prefix{i}.{layer}.weight``,
+    as elegantrl kept twin critics before `StackedLinear`) as the stacked layers at ``new_prefix``, so
+    that older checkpoints still load."""
+    pattern = re.compile(re.escape(old_prefix) + r"(\d+)\.(\d+\.\w+)")  # network i, then its layer's tensor
+    parts: dict[str, dict[int, torch.Tensor]] = {}
+    for key in list(state_dict):
+        if match := pattern.fullmatch(key):
+            parts.setdefault(match[2], {})[int(match[1])] = state_dict.pop(key)
+    for name, tensors in parts.items():
+        members = [tensors[i] for i in sorted(tensors)]
+        if name.endswith("weight"):  # nn.Linear's (out, in) -> (in, out)
+            state_dict[new_prefix + name] = torch.stack([tensor.t() for tensor in members])
+        elif name.endswith("bias"):
+            state_dict[new_prefix + name] = torch.stack(members).unsqueeze(1)
+        else:  # a StateNorm's statistics, the same in every network
+            state_dict[new_prefix + name] = members[0]
 
 
 @contextlib.contextmanager
@@ -207,21 +251,28 @@ class GaussianHead(nn.Module):
 
 
 class Critic(nn.Module):
-    """Q network for continuous actions: ``forward(state, action) -> Q`` of shape (batch,)."""
+    """Q network for continuous actions: ``forward(state, action) -> Q`` of shape (batch,).
+
+    Its `num_nets` Q networks are independent but stacked (`StackedLinear`), so that all of them
+    cost one batched matmul per layer.
+    """
 
     num_nets = 1
 
     def __init__(self, net_dim: int, state_dim: int, action_dim: int):
         super().__init__()
-        self.nets = nn.ModuleList(build_mlp([state_dim + action_dim, net_dim, net_dim, 1]) for _ in range(self.num_nets))
+        self.net = build_mlp([state_dim + action_dim, net_dim, net_dim, 1], num_nets=self.num_nets)
 
     def forward(self, state: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        return self.nets[0](torch.cat((state, action), dim=1)).squeeze(1)
+        return self.get_q_heads(state, action)[0]
 
     def get_q_heads(self, state: torch.Tensor, action: torch.Tensor) -> list[torch.Tensor]:
         """Q(state, action) of every network, each (batch,)."""
-        state_action = torch.cat((state, action), dim=1)
-        return [net(state_action).squeeze(1) for net in self.nets]
+        return list(self.net(torch.cat((state, action), dim=1)).squeeze(2).unbind(0))
+
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
+        stack_separate_nets(state_dict, f"{prefix}nets.", f"{prefix}net.")
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
 
 class CriticTwin(Critic):
@@ -241,7 +292,7 @@ class InterSPG(nn.Module):
         super().__init__()
         self.encoder = build_mlp([state_dim, net_dim, net_dim], if_raw_out=False)
         self.actor_head = GaussianHead(net_dim, action_dim)
-        self.q_nets = nn.ModuleList(build_head([net_dim + action_dim, net_dim, 1]) for _ in range(2))
+        self.q_nets = build_head([net_dim + action_dim, net_dim, 1], num_nets=2)
 
     def forward(self, state: torch.Tensor) -> torch.Tensor:
         return self.actor_head(self.encoder(state))
@@ -259,10 +310,14 @@ class InterSPG(nn.Module):
         """
         feature = self.encoder(state)
         if not if_actor_objective:
-            return [net(torch.cat((feature, action), dim=1)).squeeze(1) for net in self.q_nets]
+            return list(self.q_nets(torch.cat((feature, action), dim=1)).squeeze(2).unbind(0))
         feature_action = torch.cat((feature.detach(), action), dim=1)
         with frozen(self.q_nets):
-            return [net(feature_action).squeeze(1) for net in self.q_nets]
+            return list(self.q_nets(feature_action).squeeze(2).unbind(0))
+
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
+        stack_separate_nets(state_dict, f"{prefix}q_nets.", f"{prefix}q_nets.")
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
 
 class ActorPPO(nn.Module):

@@ -11,7 +11,7 @@ from torch.distributions import Normal, TanhTransform, TransformedDistribution
 
 from elegantrl.agent import AgentD3QN, AgentDDPG, AgentInterSAC, AgentModSAC, AgentSAC, AgentTD3
 from elegantrl.env import PreprocessEnv
-from elegantrl.net import Actor, ActorSAC, CriticTwin
+from elegantrl.net import Actor, ActorSAC, CriticTwin, InterSPG, StackedLinear, build_head, build_mlp
 from elegantrl.replay import ReplayBuffer, Transitions
 from elegantrl.run import Arguments, train_and_evaluate
 
@@ -43,8 +43,67 @@ def test_actor_sac_log_prob_matches_the_tanh_squashed_gaussian():
 def test_actor_outputs_are_bounded_and_twin_critics_are_independent():
     assert Actor(16, 3, 2)(torch.randn(8, 3) * 1e4).abs().max() <= 1.0
     critic = CriticTwin(16, 3, 2)
-    q1, q2 = critic.get_q_heads(torch.randn(8, 3), torch.rand(8, 2))
+    state, action = torch.randn(8, 3), torch.rand(8, 2)
+    q1, q2 = critic.get_q_heads(state, action)
     assert q1.shape == (8,) and not torch.allclose(q1, q2)
+    # each stacked network is the plain MLP of its own weights, and learns from its own loss only
+    layers = [layer for layer in critic.net if isinstance(layer, StackedLinear)]
+    for i, q in enumerate((q1, q2)):
+        hidden = torch.cat((state, action), dim=1)
+        for j, layer in enumerate(layers):
+            hidden = hidden @ layer.weight[i] + layer.bias[i]
+            hidden = hidden.relu() if j < len(layers) - 1 else hidden
+        torch.testing.assert_close(q, hidden.squeeze(1))
+    q2.sum().backward()
+    assert layers[0].weight.grad[0].abs().sum() == 0 and layers[0].weight.grad[1].abs().sum() > 0
+
+
+def separate_twin_critic(net_dim, state_dim, action_dim):
+    """The twin critic as elegantrl built it before `StackedLinear`: one MLP per Q network, under ``nets``."""
+    critic = torch.nn.Module()
+    critic.nets = torch.nn.ModuleList(build_mlp([state_dim + action_dim, net_dim, net_dim, 1]) for _ in range(2))
+    return critic
+
+
+def test_a_twin_critic_saved_as_separate_networks_loads_into_the_stacked_layout():
+    old = separate_twin_critic(16, 3, 2)
+    state, action = torch.randn(8, 3), torch.rand(8, 2)
+    old.nets[0][0].set(torch.ones(3), torch.full((3,), 2.0))
+    old.nets[1][0].set(torch.ones(3), torch.full((3,), 2.0))
+    critic = CriticTwin(16, 3, 2)
+    critic.load_state_dict(old.state_dict())  # strict: no key left over or missing
+    expected = [net(torch.cat((state, action), dim=1)).squeeze(1) for net in old.nets]
+    for q, q_old in zip(critic.get_q_heads(state, action), expected):
+        torch.testing.assert_close(q, q_old)
+    inter = InterSPG(16, 3, 2)
+    old_heads = torch.nn.ModuleList(build_head([16 + 2, 16, 1]) for _ in range(2))
+    inter.load_state_dict({**{k: v for k, v in inter.state_dict().items() if not k.startswith("q_nets.")},
+                           **{f"q_nets.{k}": v for k, v in old_heads.state_dict().items()}})
+    feature = inter.encoder(state)
+    for q, head in zip(inter.get_q_heads(state, action), old_heads):
+        torch.testing.assert_close(q, head(torch.cat((feature, action), dim=1)).squeeze(1))
+
+
+def test_an_agent_saved_with_separate_twin_critics_resumes_with_a_fresh_critic_optimizer(tmp_path):
+    agent = AgentSAC()
+    agent.init(16, 3, 1)
+    state = agent.state_dict()
+    old_critic, old_target = separate_twin_critic(16, 3, 1), separate_twin_critic(16, 3, 1)
+    old_optimizer = torch.optim.Adam(old_critic.parameters())
+    old_critic.nets[0][-1].bias.sum().backward()
+    old_optimizer.step()  # Adam's moments, one per separate tensor
+    state.update(critic=old_critic.state_dict(), critic_target=old_target.state_dict(), critic_optimizer=old_optimizer.state_dict())
+    torch.save(state, tmp_path / "agent.pth")
+    actor_optimizer_before = agent.actor_optimizer.state_dict()
+    with pytest.warns(UserWarning, match="critic_optimizer does not fit .* starts afresh"):
+        agent.save_or_load_agent(str(tmp_path), if_save=False)
+    probe = torch.cat((torch.randn(4, 3), torch.rand(4, 1)), dim=1)
+    torch.testing.assert_close(agent.critic.get_q_heads(probe[:, :3], probe[:, 3:])[1], old_critic.nets[1](probe).squeeze(1))
+    assert not agent.critic_optimizer.state  # the moments start afresh
+    assert agent.actor_optimizer.state_dict()["param_groups"] == actor_optimizer_before["param_groups"]
+    buffer = filled_buffer(agent)
+    agent.update_net(buffer, 256)  # and training goes on
+    assert all(torch.isfinite(param).all() for param in agent.critic.parameters())
 
 
 @pytest.mark.parametrize("agent_class", [AgentDDPG, AgentTD3])
@@ -52,17 +111,15 @@ def test_continuous_target_bootstraps_on_truncation_only(agent_class):
     agent = agent_class(policy_noise=0.0) if agent_class is AgentTD3 else agent_class()
     agent.init(8, 2, 1, gamma=0.5)
     with torch.no_grad():
-        for net in agent.critic_target.nets:
-            net[-1].weight.zero_()
-            net[-1].bias.fill_(4.0)  # Q_target(s', a') = 4 everywhere
-        for net in agent.critic.nets:
-            net[-1].weight.zero_()
-            net[-1].bias.zero_()
+        agent.critic_target.net[-1].weight.zero_()
+        agent.critic_target.net[-1].bias.fill_(4.0)  # Q_target(s', a') = 4 everywhere, for every network
+        agent.critic.net[-1].weight.zero_()
+        agent.critic.net[-1].bias.zero_()
     batch = Transitions(torch.zeros(2, 2), torch.zeros(2, 1), torch.tensor([2.0, 2.0]), torch.tensor([True, False]),
                         torch.tensor([False, True]), torch.zeros(2, 2))
     obj_critic, _ = agent.get_obj_critic(batch)
     labels = [2.0, 2.0 + 0.5 * 4.0]  # terminated: r; truncated: r + gamma * Q(s')
-    expected = len(agent.critic.nets) * np.mean([label - 0.5 for label in labels])
+    expected = agent.critic.num_nets * np.mean([label - 0.5 for label in labels])
     assert obj_critic.item() == pytest.approx(expected)
 
 
