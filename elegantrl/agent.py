@@ -446,12 +446,14 @@ class AgentBase:
 
 
 def optimizer_state_fits(optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> bool:
-    """Whether a saved optimizer `state` has a parameter, with moments of the same shape, for each of `optimizer`'s."""
-    params = [param for group in optimizer.param_groups for param in group["params"]]
-    saved = [index for group in state["param_groups"] for index in group["params"]]
-    return len(saved) == len(params) and all(
-        value.shape == param.shape for index, param in zip(saved, params)
-        for value in state["state"].get(index, {}).values() if isinstance(value, torch.Tensor) and value.dim() > 0)
+    """Whether a saved optimizer `state` has `optimizer`'s parameter groups, each of as many parameters, and
+    per-parameter figures (Adam's moments) of each parameter's shape; the step count is the one figure of any shape."""
+    groups, saved_groups = optimizer.param_groups, state["param_groups"]
+    if [len(group["params"]) for group in groups] != [len(group["params"]) for group in saved_groups]:
+        return False
+    pairs = zip((index for group in saved_groups for index in group["params"]), (param for group in groups for param in group["params"]))
+    return all(value.shape == param.shape for index, param in pairs
+               for key, value in state["state"].get(index, {}).items() if key != "step" and isinstance(value, torch.Tensor))
 
 
 def atomic_write(path: str, write: Callable[[str], Any]) -> None:

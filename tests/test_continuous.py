@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.distributions import Normal, TanhTransform, TransformedDistribution
 
-from elegantrl.agent import AgentD3QN, AgentDDPG, AgentInterSAC, AgentModSAC, AgentSAC, AgentTD3
+from elegantrl.agent import AgentD3QN, AgentDDPG, AgentInterSAC, AgentModSAC, AgentSAC, AgentTD3, optimizer_state_fits
 from elegantrl.env import PreprocessEnv
 from elegantrl.net import Actor, ActorSAC, CriticTwin, InterSPG, StackedLinear, build_head, build_mlp
 from elegantrl.replay import ReplayBuffer, Transitions
@@ -218,3 +218,20 @@ def test_agent_reaches_minus_400_on_pendulum(agent_class, tmp_path):
     with open(os.path.join(args.cwd, "recorder.csv")) as file:
         best = max(float(row["return_mean"]) for row in csv.DictReader(file))
     assert best >= -400.0
+
+
+def test_optimizer_state_fits_compares_every_moment_and_the_groups():
+    param = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.Adam([param])
+    assert optimizer_state_fits(optimizer, optimizer.state_dict())  # no moments yet
+    param.sum().backward()
+    optimizer.step()
+    assert optimizer_state_fits(optimizer, optimizer.state_dict())
+    scalar = torch.nn.Parameter(torch.zeros(()))  # a 0-dim parameter's moments are 0-dim too
+    saved = torch.optim.Adam([scalar])
+    scalar.backward()
+    saved.step()
+    assert not optimizer_state_fits(optimizer, saved.state_dict())
+    two_groups = torch.optim.Adam([{"params": [param]}, {"params": [torch.nn.Parameter(torch.zeros(1))]}])
+    one_group = torch.optim.Adam([param, torch.nn.Parameter(torch.zeros(1))])
+    assert not optimizer_state_fits(one_group, two_groups.state_dict())
