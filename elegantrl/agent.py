@@ -784,7 +784,8 @@ class AgentDDPG(AgentOffPolicy):
         return functools.reduce(torch.min, next_q_heads)
 
     def get_obj_actor(self, batch: Transitions) -> torch.Tensor:
-        return -self.q_for_actor(batch.state, self.actor(batch.state))[0].mean()
+        with frozen(self.critic):  # the first Q network alone (TD3's paper), so the twin's layers cost nothing here
+            return -self.critic(batch.state, self.actor(batch.state)).mean()
 
 
 class AgentTD3(AgentDDPG):

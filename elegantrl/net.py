@@ -264,7 +264,11 @@ class Critic(nn.Module):
         self.net = build_mlp([state_dim + action_dim, net_dim, net_dim, 1], num_nets=self.num_nets)
 
     def forward(self, state: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        return self.get_q_heads(state, action)[0]
+        """Q(state, action) of the first network alone, (batch,): the others' layers are not run."""
+        x = self.net[0](torch.cat((state, action), dim=1))  # the StateNorm
+        for layer in self.net[1:]:
+            x = torch.addmm(layer.bias[0], x, layer.weight[0]) if isinstance(layer, StackedLinear) else layer(x)
+        return x.squeeze(1)
 
     def get_q_heads(self, state: torch.Tensor, action: torch.Tensor) -> list[torch.Tensor]:
         """Q(state, action) of every network, each (batch,)."""
