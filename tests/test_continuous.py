@@ -46,6 +46,7 @@ def test_actor_outputs_are_bounded_and_twin_critics_are_independent():
     state, action = torch.randn(8, 3), torch.rand(8, 2)
     q1, q2 = critic.get_q_heads(state, action)
     assert q1.shape == (8,) and not torch.allclose(q1, q2)
+    torch.testing.assert_close(critic(state, action), q1)  # forward runs the first network's slice alone
     # each stacked network is the plain MLP of its own weights, and learns from its own loss only
     layers = [layer for layer in critic.net if isinstance(layer, StackedLinear)]
     for i, q in enumerate((q1, q2)):
