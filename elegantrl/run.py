@@ -416,17 +416,23 @@ def remove_run(cwd: str) -> None:
         raise FileExistsError(f"if_remove=True removes only an elegantrl run folder, and {cwd!r} is none (its config.json, if any, "
                               f"lacks the '{RUN_MARKER}' marker that runs of this version write; it holds {listing(os.listdir(cwd))}). "
                               f"Nothing was deleted; choose another Arguments.cwd, or move those files away yourself")
+    # A run writes plain files and one plain folder; a link among them was made by someone else, and following
+    # it would delete what it points to, so links count as strangers, as does anything that is not a plain file.
+    def written(path: str, is_folder: bool = False) -> bool:
+        return not os.path.islink(path) and (os.path.isdir(path) if is_folder else os.path.isfile(path))
+
     board = os.path.join(cwd, "tensorboard")
-    board_files = os.listdir(board) if os.path.isdir(board) else []
-    strangers = [name for name in os.listdir(cwd) if not (RUN_FILE.fullmatch(name) and os.path.isfile(os.path.join(cwd, name))
-                                                          or name == "tensorboard" and os.path.isdir(board))]
-    strangers += [f"tensorboard/{name}" for name in board_files if not name.startswith("events.out.tfevents.")]
+    board_files = os.listdir(board) if written(board, is_folder=True) else []
+    strangers = [name for name in os.listdir(cwd) if not (RUN_FILE.fullmatch(name) and written(os.path.join(cwd, name))
+                                                          or name == "tensorboard" and written(board, is_folder=True))]
+    strangers += [f"tensorboard/{name}" for name in board_files
+                  if not (name.startswith("events.out.tfevents.") and written(os.path.join(board, name)))]
     if strangers:
         raise FileExistsError(f"if_remove=True: {cwd!r} holds files an elegantrl run does not write ({listing(strangers)}); "
                               f"nothing was deleted. Move them away yourself, or choose another Arguments.cwd")
     for name in board_files:
         os.remove(os.path.join(board, name))
-    if os.path.isdir(board):
+    if written(board, is_folder=True):
         os.rmdir(board)
     for name in os.listdir(cwd):
         os.remove(os.path.join(cwd, name))

@@ -91,6 +91,25 @@ def test_existing_run_folder_is_kept_unless_if_remove(tmp_path):
     assert os.listdir(cwd) == []
 
 
+@pytest.mark.parametrize("link", ["tensorboard", "actor.pth", "tensorboard/events.out.tfevents.1.host"])
+def test_if_remove_never_follows_a_link_out_of_the_run_folder(tmp_path, link):
+    cwd, user = tmp_path / "run", tmp_path / "user"
+    (cwd / "tensorboard").mkdir(parents=True)
+    (cwd / "config.json").write_text('{"elegantrl_run": 1}')
+    user.mkdir()
+    name = "events.out.tfevents.1.host" if link == "tensorboard" else os.path.basename(link)
+    (user / name).write_bytes(b"the user's own file")  # a name a run writes, so only the link gives it away
+    if link == "tensorboard":
+        (cwd / "tensorboard").rmdir()
+        (cwd / "tensorboard").symlink_to(user, target_is_directory=True)
+    else:
+        (cwd / link).symlink_to(user / name)
+    with pytest.raises(FileExistsError, match="nothing was deleted"):
+        Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(cwd), if_remove=True).init_before_training()
+    assert (user / name).read_bytes() == b"the user's own file"
+    assert (cwd / "config.json").exists() and os.path.lexists(cwd / link)
+
+
 def test_default_run_folder_never_overwrites_an_earlier_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     first = Arguments(agent=AgentDQN(), env="CartPole-v1", random_seed=3)
