@@ -17,6 +17,7 @@ import functools
 import inspect
 import math
 import os
+import pickle
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
@@ -442,7 +443,7 @@ class AgentBase:
             return
         if not os.path.isfile(path):
             raise FileNotFoundError(f"no saved agent at {path}; train first or check the run folder")
-        self.load_state_dict(torch.load(path, map_location=self.device, weights_only=True))
+        self.load_state_dict(load_torch_file(path, self.device))
 
 
 def optimizer_state_fits(optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> bool:
@@ -465,6 +466,18 @@ def atomic_write(path: str, write: Callable[[str], Any]) -> None:
     finally:
         if os.path.exists(temporary):
             os.remove(temporary)
+
+
+def load_torch_file(path: str, device: Any) -> Any:
+    """`torch.load` of a file elegantrl wrote, tensors only (no code in a file runs), with an error that names a
+    damaged file instead of torch's (whose advice, weights_only=False, would run whatever the file holds)."""
+    try:
+        return torch.load(path, map_location=device, weights_only=True)
+    except (EOFError, RuntimeError, pickle.UnpicklingError, ValueError) as error:
+        cause = "it holds more than tensors" if isinstance(error, pickle.UnpicklingError) else \
+            (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ValueError(f"{path} cannot be loaded ({cause}): it is damaged (a copy cut short?) or not a file elegantrl wrote. "
+                         f"Restore it from a copy, or start a new run in another cwd") from error
 
 
 def atomic_torch_save(obj: Any, path: str) -> None:

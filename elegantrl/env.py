@@ -31,6 +31,7 @@ KNOWN_TARGETS = {
 }
 
 DEFAULT_MAX_STEP = 1000
+FLOAT32_MAX = float(np.finfo(np.float32).max)  # states and rewards are stored as float32: beyond this they become inf
 
 
 def make_env(env_id: str, **kwargs: Any) -> gym.Env:
@@ -91,6 +92,8 @@ class PreprocessEnv(gym.Env):
             raise TypeError(f"PreprocessEnv expects a Gym-API env (with reset(), step(action), observation_space and action_space) "
                             f"or an env id string, but got {type(env).__name__} missing {missing}. "
                             f"See https://gymnasium.farama.org/introduction/create_custom_env/")
+        if _is_vector_env(env):
+            raise TypeError(_vector_env_message(env))
         self.env = env
         spec = self.spec = getattr(env, "spec", None)
         self.env_name: str = getattr(spec, "id", None) or type(getattr(env, "unwrapped", env)).__name__
@@ -122,6 +125,9 @@ class PreprocessEnv(gym.Env):
             return gym.spaces.Box(0.0, 1.0, (n,), np.float32), n, n
         if _is_box(space) or _is_multi_binary(space):
             dim, self._obs_shape = int(np.prod(space.shape)), tuple(space.shape)
+            if dim == 0:
+                raise ValueError(f"env {self.env_name!r} has observation space {space}, which holds no numbers: a policy "
+                                 f"could not tell one state from another. Give the observation at least one element")
             low = np.broadcast_to(np.asarray(getattr(space, "low", 0.0), dtype=np.float32), space.shape).reshape(-1)
             high = np.broadcast_to(np.asarray(getattr(space, "high", 1.0), dtype=np.float32), space.shape).reshape(-1)
             return gym.spaces.Box(low, high, (dim,), np.float32), dim, None
@@ -357,6 +363,19 @@ def build_vector_env(env: PreprocessEnv, num_envs: int, if_async: bool = False) 
     return vector_class(make_copies, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 
+def close_vector_env(env: gym.vector.VectorEnv) -> None:
+    """Closes a vector env, also one whose worker process died: Gymnasium's close then raises on the dead pipe, and
+    would again when the env is collected, printing an ignored exception at exit."""
+    try:
+        env.close()
+    except Exception:  # the run's own error is the one to see: end the other workers and mark the env closed
+        for process in getattr(env, "processes", ()):
+            if process.is_alive():
+                process.terminate()
+            process.join()
+        env.closed = True
+
+
 def check_env(env: Any, steps: int = 20) -> list[str]:
     """Checks, before any training, that `env` follows the Gym API the way elegantrl needs it.
 
@@ -371,6 +390,8 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
     if missing:
         raise TypeError(f"{name} is not a Gym-API env: it has no {', '.join(missing)}. "
                         f"See https://gymnasium.farama.org/introduction/create_custom_env/")
+    if _is_vector_env(raw):
+        raise TypeError(_vector_env_message(raw))
     problems: list[str] = []
     notes: list[str] = []
     obs_space, action_space = raw.observation_space, raw.action_space
@@ -396,6 +417,9 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
             problems.append(f"{where} returned an observation of shape {array.shape}, but observation_space has shape {obs_space.shape}")
         elif not np.isfinite(array).all():
             problems.append(f"{where} returned a non-finite observation (NaN or inf): {array}")
+        elif np.abs(array).max(initial=0.0) > FLOAT32_MAX:
+            problems.append(f"{where} returned an observation beyond float32's range (±{FLOAT32_MAX:.3g}), which becomes inf "
+                            f"in training: {array}; scale it down, e.g. with gymnasium.wrappers.TransformObservation")
         elif not obs_space.contains(array.astype(obs_space.dtype)):
             notes.append(f"{where} returned an observation outside observation_space's bounds")
         if np.asarray(obs).dtype != obs_space.dtype:
@@ -444,8 +468,11 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
         check_obs(obs, where)
         if problem := _reward_problem(reward, where):
             problems.append(problem)
-        elif not np.all(np.isfinite(reward)):
+        elif not np.isfinite(value := float(np.asarray(reward).item())):
             problems.append(f"{where} returned a non-finite reward ({reward})")
+        elif abs(value) > FLOAT32_MAX:
+            problems.append(f"{where} returned reward {value:g}, beyond float32's range (±{FLOAT32_MAX:.3g}), which becomes inf "
+                            f"in training; scale it down (gymnasium.wrappers.TransformReward)")
         elif np.ndim(reward):
             notes.append("step() returns the reward as an array of one element; PreprocessEnv converts it to a float, Gymnasium's type")
         if not all(isinstance(flag, (bool, np.bool_)) or isinstance(flag, (int, np.integer)) and flag in (0, 1) for flag in flags):
@@ -472,10 +499,24 @@ def _reset_pair(result: Any) -> tuple[Any, Any] | None:
 def _reward_problem(reward: Any, where: str) -> str | None:
     """What is wrong with `reward`, if anything: one real number (an array of one included), as both check_env
     and PreprocessEnv take it."""
-    value = np.asarray(reward)
+    try:  # a torch tensor converts too, unless it lives on a GPU
+        value = np.asarray(reward)
+    except (TypeError, RuntimeError, ValueError):
+        return f"{where} returned reward {reward!r}, which numpy cannot read; the reward must be one real number (a float)"
     if value.size != 1 or value.dtype.kind not in "iuf":
         return f"{where} returned reward {reward!r}; the reward must be one real number (a float)"
     return None
+
+
+def _is_vector_env(env: Any) -> bool:
+    """A Gymnasium vector env (or one shaped like it): several envs behind one, with batched spaces."""
+    return isinstance(env, gym.vector.VectorEnv) or hasattr(env, "num_envs") and hasattr(env, "single_action_space")
+
+
+def _vector_env_message(env: Any) -> str:
+    count = getattr(env, "num_envs", "several")
+    return (f"got a vector env of {count} envs ({type(env).__name__}); elegantrl makes its own vector envs. Pass one env "
+            f"(an id such as 'Pendulum-v1', or gymnasium.make(...)) and set Arguments(num_envs={count})")
 
 
 def _info_problem(info: Any, where: str) -> str | None:

@@ -27,9 +27,9 @@ import numpy as np
 import torch
 
 from elegantrl import agent as agent_module
-from elegantrl.agent import AgentBase, AgentMCTS, AgentOffPolicy, AgentOnPolicy, atomic_torch_save, atomic_write
+from elegantrl.agent import AgentBase, AgentMCTS, AgentOffPolicy, AgentOnPolicy, atomic_torch_save, atomic_write, load_torch_file
 from elegantrl.distributed import RANK_SEED_OFFSET, LearnerGroup, gpu_device, join_learners, launched_by_torchrun, leave_learners, rank_gpu
-from elegantrl.env import PreprocessEnv, build_vector_env, check_env, clone_env
+from elegantrl.env import PreprocessEnv, build_vector_env, check_env, clone_env, close_vector_env
 from elegantrl.replay import Transitions
 from elegantrl.tuned import tuned_entry
 
@@ -119,6 +119,10 @@ class Arguments:
         """
         self.check()
         self.prepare_cwd()
+        if self.warmup_steps >= self.break_step:  # a smoke test may mean it; a real run would learn nothing
+            warnings.warn(f"Arguments.warmup_steps ({self.warmup_steps:,d} env steps of random actions) fills the whole run "
+                          f"(Arguments.break_step {self.break_step:,d}): no gradient step will be taken. Lower warmup_steps "
+                          f"or raise break_step to learn", stacklevel=2)
 
     def check(self) -> None:
         """`init_before_training` without touching the disk: validates, wraps the env, fills the defaults."""
@@ -173,6 +177,8 @@ class Arguments:
             torch.device(self.device)
         except RuntimeError as error:
             raise ValueError(f"Arguments.device {self.device!r} is not a torch device; use e.g. 'cpu' or 'cuda:0'") from error
+        if torch.device(self.device).type == "meta":
+            raise ValueError("Arguments.device 'meta' holds shapes but no data, so nothing can train on it; use e.g. 'cpu' or 'cuda:0'")
         try:
             torch.empty(0, device=self.device)
         except (RuntimeError, AssertionError) as error:  # a CPU build of torch asserts
@@ -326,7 +332,11 @@ class Arguments:
             raise ValueError("if_resume=True and if_remove=True: that would delete the run to resume; set only one")
         if self.cwd is None or not os.path.isfile(os.path.join(self.cwd, "agent.pth")):
             raise FileNotFoundError(f"if_resume=True needs Arguments.cwd set to a run folder that holds agent.pth; got {self.cwd!r}")
-        saved = read_config(self.cwd)
+        saved = read_config(self.cwd, if_strict=True)
+        if os.path.isfile(os.path.join(self.cwd, "actor.pth")) and not read_records(self.cwd)[1]:
+            raise ValueError(f"cannot resume the run in {self.cwd!r}: its recorder.csv, which holds the best return of actor.pth, "
+                             f"is missing or has no readable rows, so a worse actor could replace actor.pth. Restore recorder.csv, "
+                             f"or move actor.pth out of the folder (the run then keeps its best actor from here on)")
         if saved:
             now = {"Arguments.agent": ("agent", type(self.agent).__name__), "Arguments.env": ("env", self.env.env_name),
                    "Arguments.net_dim": ("net_dim", self.net_dim), "the env's state_dim": ("state_dim", self.env.state_dim),
@@ -390,14 +400,45 @@ def check_folder_writable(cwd: str) -> None:
         raise ValueError(f"Arguments.cwd {cwd!r} cannot be written: {error.strerror} in {existing!r}; choose another cwd") from error
 
 
-def read_config(cwd: str) -> dict[str, Any]:
-    """The config.json of the run in `cwd`, or {} where there is none that reads."""
+def read_config(cwd: str, if_strict: bool = False) -> dict[str, Any]:
+    """The config.json of the run in `cwd`, or {} where there is none that reads; with `if_strict`, {} only where
+    there is none, and a ValueError naming the file where one cannot be read (a resume must know its task)."""
+    path = os.path.join(cwd, "config.json")
     try:
-        with open(os.path.join(cwd, "config.json")) as file:
+        with open(path) as file:
             config = json.load(file)
-    except (OSError, ValueError):
+    except FileNotFoundError:
         return {}
-    return config if isinstance(config, dict) else {}
+    except (OSError, ValueError) as error:
+        config = error
+    if isinstance(config, dict):
+        return config
+    if if_strict:
+        problem = config if isinstance(config, Exception) else f"it holds a {type(config).__name__}, not an object"
+        raise ValueError(f"{path} cannot be read ({problem}): it is damaged, or not one elegantrl wrote, so it does not say "
+                         f"which agent, env and widths the run had. Restore it, or start a new run in another cwd")
+    return {}
+
+
+def read_records(cwd: str) -> tuple[list[str], list[dict[str, float]], int]:
+    """What recorder.csv in `cwd` holds: its columns, the rows that read as numbers and have a best return (a row
+    torn by a kill mid-write does not), and how many rows it has in all; no columns and no rows where it is missing."""
+    path = os.path.join(cwd, "recorder.csv")
+    if not os.path.isfile(path):
+        return [], [], 0
+    with open(path, newline="") as file:
+        reader = csv.DictReader(file)
+        rows = list(reader)
+        fields = list(reader.fieldnames or [])
+    records = []
+    for row in rows:
+        try:
+            record = {k: int(v) if k == "step" else float(v) for k, v in row.items() if v != ""}
+        except (TypeError, ValueError):
+            continue
+        if "best_return" in record and "step" in record:
+            records.append(record)
+    return fields, records, len(rows)
 
 
 def is_run_folder(cwd: str) -> bool:
@@ -487,19 +528,9 @@ class Evaluator:
     def resume(self, total_steps: int) -> None:
         """Continues the record of an earlier run in the same folder: its curve, best return and clock."""
         if os.path.isfile(self.csv_path):
-            with open(self.csv_path, newline="") as file:
-                reader = csv.DictReader(file)
-                rows = list(reader)
-                self.fields = list(reader.fieldnames or [])
-            self.records = []
-            for row in rows:
-                try:
-                    record = {k: int(v) if k == "step" else float(v) for k, v in row.items() if v != ""}
-                except (TypeError, ValueError):  # a row torn by a kill mid-write
-                    continue
-                if "best_return" in record and record["step"] <= total_steps:  # not past the checkpoint resumed
-                    self.records.append(record)
-            if len(self.records) < len(rows):  # rewritten: a torn last row would tear the next one appended too
+            self.fields, records, num_rows = read_records(self.cwd)
+            self.records = [record for record in records if record["step"] <= total_steps]  # not past the checkpoint resumed
+            if len(self.records) < num_rows:  # rewritten: a torn last row would tear the next one appended too
                 self._write_csv(self.records, rewrite=True)
         if self.records:
             self.best_return = max(record["best_return"] for record in self.records)
@@ -870,7 +901,7 @@ def load_best_actor(args: Arguments, agent: AgentBase, best_return: float) -> Ag
     """Loads the run's best actor into `agent` and says what the run folder holds."""
     actor_path = os.path.join(args.cwd, "actor.pth")
     if os.path.isfile(actor_path):
-        agent.actor.load_state_dict(torch.load(actor_path, map_location=agent.device, weights_only=True))
+        agent.actor.load_state_dict(load_torch_file(actor_path, agent.device))
     if args.if_print:
         files = [name for name in ("actor.pth", "agent.pth", "recorder.csv", "learning_curve.png") if os.path.isfile(os.path.join(args.cwd, name))]
         print(f"best evaluation return {best_return:.2f}; files in {args.cwd}: {', '.join(files)}")
@@ -973,10 +1004,7 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
             ) from error
         finally:
             if explore_env is not env:
-                try:
-                    explore_env.close()
-                except Exception:  # closing a vector env with a dead worker raises too; the run's error is the one to see
-                    pass
+                close_vector_env(explore_env)
             if evaluator is not None:
                 save_run(args, agent, evaluator, if_failed=not finished)
             leave_learners(group)
@@ -1014,15 +1042,17 @@ def load_agent(cwd: str) -> AgentBase:
     config_path = os.path.join(cwd, "config.json")
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"{cwd!r} is not an elegantrl run folder: it has no config.json")
-    with open(config_path) as file:
-        config = json.load(file)
+    config = read_config(cwd, if_strict=True)
+    if not {"agent", "net_dim", "state_dim", "action_dim"} <= set(config):
+        raise ValueError(f"{config_path} lacks the agent and its sizes (agent, net_dim, state_dim, action_dim): it is not "
+                         f"one elegantrl wrote, or it is damaged; cannot rebuild the agent of {cwd!r}")
     actor_path = os.path.join(cwd, "actor.pth")
     if not os.path.isfile(actor_path):
         raise FileNotFoundError(f"{cwd!r} has no actor.pth: the run stopped before its first evaluation finished. "
                                 f"Its last state is in agent.pth (resume it with Arguments(cwd=..., if_resume=True))")
     agent = list_agents()[config["agent"].removeprefix("Agent")](**config.get("agent_settings", {}))
     agent.init(config["net_dim"], config["state_dim"], config["action_dim"])
-    agent.actor.load_state_dict(torch.load(actor_path, map_location=agent.device, weights_only=True))
+    agent.actor.load_state_dict(load_torch_file(actor_path, agent.device))
     return agent
 
 
@@ -1106,7 +1136,10 @@ def cli_flag(name: str) -> str:
 
 
 def in_flags(message: str) -> str:
-    """A message that names Arguments fields (``Arguments.cwd``, ``if_resume=True``), in the command line's flags."""
+    """A message that names Arguments fields (``Arguments.cwd``, ``if_resume=True``), in the command line's flags,
+    and agent classes by the names ``--agent`` takes (``DQN`` for ``AgentDQN``)."""
+    message = re.sub(r"\bArguments\(([^()]*)\)", lambda call: call.group(1).replace(", ", " "), message)
+    message = re.sub(r"\bAgent(?=[A-Z0-9])", "", message)
     for name in [spec.name for spec in dataclasses.fields(Arguments) if spec.metadata.get("cli")] + ["agent", "env"]:
         flag = cli_flag(name)
         message = re.sub(rf"\b(Arguments\.)?{name}=True\b", flag, message)

@@ -7,6 +7,7 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 
 from elegantrl.env import DEFAULT_MAX_STEP, PreprocessEnv, StockTradingEnv, build_vector_env, check_env, clone_env
 
@@ -325,6 +326,33 @@ def test_a_reward_that_is_not_a_real_number_is_refused(reward):
     env.reset(seed=0)
     with pytest.raises(TypeError, match="one real number"):
         env.step(0)
+
+
+def test_a_torch_tensor_reward_passes_check_env_and_becomes_a_float():
+    raw = SpaceEnv(gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Discrete(2), reward=torch.tensor(2.5))
+    assert check_env(raw) == []
+    env = PreprocessEnv(raw, max_step=10)
+    env.reset(seed=0)
+    reward = env.step(0)[1]
+    assert type(reward) is float and reward == 2.5
+
+
+def test_a_reward_or_observation_beyond_float32_is_refused_by_check_env_not_called_non_finite():
+    with pytest.raises(ValueError, match="reward 1e\\+300, beyond float32's range"):
+        check_env(SpaceEnv(gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Discrete(2), reward=1e300))
+
+
+def test_a_vector_env_is_refused_with_num_envs_as_the_way():
+    vector_env = gym.make_vec("Pendulum-v1", num_envs=2)
+    for check in (PreprocessEnv, check_env):
+        with pytest.raises(TypeError, match="a vector env of 2 envs.*Arguments\\(num_envs=2\\)"):
+            check(vector_env)
+    vector_env.close()
+
+
+def test_an_observation_of_no_numbers_is_refused():
+    with pytest.raises(ValueError, match="holds no numbers"):
+        PreprocessEnv(SpaceEnv(gym.spaces.Box(-1.0, 1.0, (0,)), gym.spaces.Discrete(2)))
 
 
 def test_a_reward_of_one_element_in_an_array_is_a_float():

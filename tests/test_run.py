@@ -383,6 +383,7 @@ class CrashAfter(gym.Wrapper):
         return self.env.step(action)
 
 
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")  # the vector env is closed, not left to __del__
 @pytest.mark.parametrize("if_hard, message", [(False, "simulator lost"), (True, "worker process of the async vector env died")])
 def test_a_crashed_env_worker_ends_the_run_with_its_error_and_keeps_the_best_actor(if_hard, message, tmp_path):
     env = PreprocessEnv(CrashAfter(gym.make("CartPole-v1"), if_hard))
@@ -431,6 +432,53 @@ def test_resuming_continues_the_weights_the_steps_and_the_record(tmp_path):
     assert resumed.critic_optimizer.param_groups[0]["lr"] == 1e-4  # this run's setting, not the saved run's
     steps = [int(record["step"]) for record in read_record(cwd)]
     assert steps == [128, 256, 384, 512, resumed.total_steps]
+
+
+def test_a_damaged_run_folder_is_named_and_refused_before_anything_is_overwritten(tmp_path):
+    cwd = str(tmp_path / "run")
+    train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, **TINY))
+    more = {**TINY, "break_step": 1024}
+    files = {name: open(os.path.join(cwd, name), "rb").read() for name in ("agent.pth", "actor.pth", "config.json", "recorder.csv")}
+
+    def damaged(name, content):
+        with open(os.path.join(cwd, name), "wb") as file:
+            file.write(content)
+
+    def restore():
+        for name, content in files.items():
+            damaged(name, content)
+
+    damaged("agent.pth", files["agent.pth"][:1000])  # a copy cut short
+    with pytest.raises(ValueError, match="agent.pth cannot be loaded .*damaged"):
+        train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True, **more))
+    restore()
+    damaged("actor.pth", b"not a checkpoint")
+    with pytest.raises(ValueError, match="actor.pth cannot be loaded .*damaged") as info:
+        elegantrl.run.load_agent(cwd)
+    assert "weights_only=False" not in str(info.value)  # torch's advice would run whatever the file holds
+    restore()
+    damaged("config.json", b"{bad json")
+    for attempt in (lambda: elegantrl.run.load_agent(cwd),
+                    lambda: train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True, **more))):
+        with pytest.raises(ValueError, match="config.json cannot be read"):
+            attempt()
+    restore()
+    os.remove(os.path.join(cwd, "recorder.csv"))  # the best return of actor.pth is lost with it
+    with pytest.raises(ValueError, match="recorder.csv, which holds the best return of actor.pth, is missing"):
+        train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True, **more))
+    assert open(os.path.join(cwd, "actor.pth"), "rb").read() == files["actor.pth"]
+    os.remove(os.path.join(cwd, "actor.pth"))  # the way the message gives: the run goes on without it
+    train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True, **more))
+    assert os.path.isfile(os.path.join(cwd, "actor.pth"))
+
+
+def test_warmup_that_fills_the_whole_run_is_warned_of_and_the_meta_device_refused(tmp_path):
+    fields = dict(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path / "run"))
+    with pytest.warns(UserWarning, match="no gradient step will be taken"):
+        Arguments(**{**fields, "cwd": str(tmp_path / "smoke")}, warmup_steps=1000, break_step=1000).init_before_training()
+    with pytest.raises(ValueError, match="'meta' holds shapes but no data"):
+        Arguments(**fields, device="meta").init_before_training()
+    assert not os.path.exists(fields["cwd"])
 
 
 def test_the_record_keeps_its_columns_when_a_figure_is_first_logged_later_and_resumes_from_them(tmp_path):
@@ -554,3 +602,8 @@ def test_scale_learning_rates_scales_the_rates_of_the_first_call_not_the_last():
     assert agent.actor_optimizer.param_groups[0]["lr"] == pytest.approx(2.5e-4)
     with pytest.raises(ValueError, match="finite number of at least 0"):
         agent.scale_learning_rates(float("nan"))
+
+
+def test_cli_messages_name_flags_and_agents_as_the_command_line_takes_them():
+    assert elegantrl.run.in_flags("resume it with Arguments(cwd=..., if_resume=True)") == "resume it with --cwd ... --resume"
+    assert elegantrl.run.in_flags("use one of: AgentSAC, AgentD3QN") == "use one of: SAC, D3QN"

@@ -202,7 +202,7 @@ def test_resume_with_another_env_or_agent_is_refused_and_the_config_kept(tmp_pat
     line = one_line_error(cli("--cwd", "run", "--resume", "--env", "Acrobot-v1", "--break-step", "2000", cwd=tmp_path))
     assert "CartPole-v1" in line and "--env is 'Acrobot-v1'" in line
     line = one_line_error(cli("--cwd", "run", "--resume", "--agent", "DQN", "--break-step", "2000", cwd=tmp_path))
-    assert "--agent is 'AgentDQN', the run's 'AgentD3QN'" in line
+    assert "--agent is 'DQN', the run's 'D3QN'" in line
     assert (run / "config.json").read_bytes() == config
 
 
