@@ -578,8 +578,10 @@ class Learner:
     def run(self) -> None:
         """Trains until the budget is spent or the target is reached (`if_allow_break`), then evaluates the final policy."""
         self.run_rounds()
-        # at the target itself the Evaluator has recorded the hit; past the target's hold, the policy it ended with
-        if not (self.stopping and self.args.target_hold == 1) and (self.group is None or self.group.is_main):
+        # The Evaluator has recorded the hit, but the learner never waits for it: it may have trained on past the
+        # evaluated step before it heard, and then the policy it ended with is evaluated too (so is one past a hold)
+        at_hit = self.stopping and self.args.target_hold == 1 and self.hit_step == self.agent.total_steps
+        if not at_hit and (self.group is None or self.group.is_main):
             self._final_evaluation()
 
     def run_rounds(self) -> None:

@@ -134,11 +134,13 @@ def test_target_hold_with_workers_trains_on_past_the_first_hit(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_an_asynchronous_off_policy_run_learns_and_keeps_the_budget(tmp_path):
-    args = Arguments(agent=AgentSAC(), env="Pendulum-v1", cwd=str(tmp_path), net_dim=64, break_step=5_000, random_seed=0,
+    # 7,000 steps, not 5,000: SAC on Pendulum learns in its last few thousand, and an async learner that the rest of a
+    # loaded machine slowed had only reached -909 by 5,000 (about -650 on a quiet one, -160 to -290 by 7,000)
+    args = Arguments(agent=AgentSAC(), env="Pendulum-v1", cwd=str(tmp_path), net_dim=64, break_step=7_000, random_seed=0,
                      if_async_workers=True, if_print=False, rollout_num=2, eval_gap=1000)
     agent = train_and_evaluate_mp(args)
     rows = read_record(args.cwd)
-    assert agent.total_steps <= 5_000 and int(rows[-1]["step"]) == agent.total_steps
+    assert agent.total_steps <= 7_000 and int(rows[-1]["step"]) == agent.total_steps
     assert max(float(row["return_mean"]) for row in rows) > -900.0  # a random policy scores about -1200
 
 
