@@ -19,6 +19,7 @@ import math
 import os
 import pickle
 import warnings
+import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -469,15 +470,21 @@ def atomic_write(path: str, write: Callable[[str], Any]) -> None:
 
 
 def load_torch_file(path: str, device: Any) -> Any:
-    """`torch.load` of a file elegantrl wrote, tensors only (no code in a file runs), with an error that names a
-    damaged file instead of torch's (whose advice, weights_only=False, would run whatever the file holds)."""
+    """`torch.load` of a file elegantrl wrote, tensors only (no code in a file runs), with an error of elegantrl's own
+    that names a damaged file (torch's would advise weights_only=False, which runs whatever the file holds)."""
+    fix = "Restore it from a copy, or start a new run in another cwd"
+    if not zipfile.is_zipfile(path):  # what torch.save writes: a file cut short, zeroed or overwritten is none
+        raise ValueError(f"{path} cannot be loaded: it is not a checkpoint torch wrote (cut short, zeroed by a crash, or "
+                         f"another kind of file). {fix}")
     try:
         return torch.load(path, map_location=device, weights_only=True)
-    except (EOFError, RuntimeError, pickle.UnpicklingError, ValueError) as error:
-        cause = "it holds more than tensors" if isinstance(error, pickle.UnpicklingError) else \
-            (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise ValueError(f"{path} cannot be loaded ({cause}): it is damaged (a copy cut short?) or not a file elegantrl wrote. "
-                         f"Restore it from a copy, or start a new run in another cwd") from error
+    except torch.cuda.OutOfMemoryError:  # the device's trouble, not the file's (torch.OutOfMemoryError only from torch 2.5)
+        raise
+    except pickle.UnpicklingError as error:
+        raise ValueError(f"{path} cannot be loaded: it holds objects other than tensors and plain containers, which "
+                         f"elegantrl does not load, so that no code in a file can run. {fix}") from error
+    except (EOFError, RuntimeError, ValueError) as error:
+        raise ValueError(f"{path} cannot be loaded ({type(error).__name__} while reading it): it is damaged. {fix}") from error
 
 
 def atomic_torch_save(obj: Any, path: str) -> None:

@@ -142,7 +142,7 @@ class PreprocessEnv(gym.Env):
             self._action_start = int(getattr(space, "start", 0))
             return gym.spaces.Discrete(int(space.n)), int(space.n), True
         shape = getattr(space, "shape", None)
-        if _is_box(space) and len(shape) == 1:
+        if _is_box(space) and len(shape) == 1 and shape[0] > 0:
             # float64 arithmetic, clipped to the space's own bounds: in float32 a mapped action can land one
             # rounding step outside them (and a bound near float32's largest overflows to inf)
             self._action_low = np.asarray(space.low, dtype=np.float64)
@@ -157,7 +157,7 @@ class PreprocessEnv(gym.Env):
                 int(shape[0]), False
         raise TypeError(
             f"env {self.env_name!r} has action space {space}; elegantrl needs a Discrete action space "
-            f"or a one-dimensional Box. Wrap the env to present one of these (for a MultiDiscrete or "
+            f"or a one-dimensional Box of one or more actions. Wrap the env to present one of these (for a MultiDiscrete or "
             f"MultiBinary space, e.g. a Discrete space that enumerates the combinations)."
         )
 
@@ -372,7 +372,10 @@ def close_vector_env(env: gym.vector.VectorEnv) -> None:
         for process in getattr(env, "processes", ()):
             if process.is_alive():
                 process.terminate()
-            process.join()
+            process.join(timeout=5.0)
+            if process.is_alive():  # deaf to SIGTERM: no orphans all the same
+                process.kill()
+                process.join()
         env.closed = True
 
 
@@ -398,8 +401,11 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
     if not (_is_box(obs_space) or _is_discrete(obs_space) or _is_multi_binary(obs_space)):
         problems.append(f"observation_space is {obs_space!r}; use a Box, Discrete or MultiBinary space "
                         f"(flatten a Dict or Tuple space with gymnasium.wrappers.FlattenObservation)")
-    if not ((_is_box(action_space) and len(action_space.shape) == 1) or _is_discrete(action_space)):
-        problems.append(f"action_space is {action_space!r}; use a one-dimensional Box or a Discrete space")
+    if not ((_is_box(action_space) and len(action_space.shape) == 1 and action_space.shape[0] > 0) or _is_discrete(action_space)):
+        problems.append(f"action_space is {action_space!r}; use a one-dimensional Box of one or more actions, or a Discrete space")
+    if _is_box(obs_space) and not int(np.prod(obs_space.shape)):
+        problems.append(f"observation_space is {obs_space!r}, which holds no numbers: a policy could not tell one state "
+                        f"from another. Give the observation at least one element")
     if problems:
         raise ValueError(_problem_report(name, problems))
 

@@ -50,7 +50,7 @@ from elegantrl.distributed import (
     launched_by_torchrun,
     leave_learners,
 )
-from elegantrl.env import PreprocessEnv, build_vector_env, env_recipe
+from elegantrl.env import PreprocessEnv, build_vector_env, close_vector_env, env_recipe
 from elegantrl.replay import Transitions
 from elegantrl.run import (
     Arguments,
@@ -72,6 +72,7 @@ from elegantrl.run import (
     stops_at_target,
     store_and_update,
     torch_threads,
+    warn_if_no_update,
     write_config,
 )
 
@@ -161,7 +162,7 @@ def worker_main(index: int, recipe: Callable[[], PreprocessEnv], blueprint: byte
                 weights: SharedWeights, slots: list[Transitions], commands: Any, ready: Any) -> None:
     """An exploration worker: on each command, explores `horizon` steps with the newest weights into a slot."""
     name = f"worker {index}"
-    env = None
+    env = explore_env = None
     try:
         parent = _child_setup(num_threads)
         torch.manual_seed(seed)  # the exploration noise; the envs are seeded by reset_exploration
@@ -191,11 +192,12 @@ def worker_main(index: int, recipe: Callable[[], PreprocessEnv], blueprint: byte
             for store, part in zip(slot, rollout):
                 store[:horizon] = part
             ready.put(("ready", index, slot_index, horizon))
-        if explore_env is not env:
-            explore_env.close()
     except BaseException:
         _report_failure(ready, name)
         sys.exit(1)
+    finally:
+        if explore_env is not None and explore_env is not env:
+            close_vector_env(explore_env)
 
 
 def evaluator_main(recipe: Callable[[], PreprocessEnv], blueprint: bytes, init_kwargs: dict[str, Any],
@@ -586,6 +588,8 @@ class Learner:
 
     def run_rounds(self) -> None:
         """The rounds of exploring and learning, lockstep or asynchronous, without the final evaluation."""
+        if self.group is None or self.group.is_main:
+            warn_if_no_update(self.args, self.agent.total_steps, self.args.rollout_num * self.args.num_envs * self.world_size)
         (self._run_async if self.args.if_async_workers else self._run_lockstep)()
 
     def _run_lockstep(self) -> None:

@@ -119,10 +119,6 @@ class Arguments:
         """
         self.check()
         self.prepare_cwd()
-        if self.warmup_steps >= self.break_step:  # a smoke test may mean it; a real run would learn nothing
-            warnings.warn(f"Arguments.warmup_steps ({self.warmup_steps:,d} env steps of random actions) fills the whole run "
-                          f"(Arguments.break_step {self.break_step:,d}): no gradient step will be taken. Lower warmup_steps "
-                          f"or raise break_step to learn", stacklevel=2)
 
     def check(self) -> None:
         """`init_before_training` without touching the disk: validates, wraps the env, fills the defaults."""
@@ -333,18 +329,21 @@ class Arguments:
         if self.cwd is None or not os.path.isfile(os.path.join(self.cwd, "agent.pth")):
             raise FileNotFoundError(f"if_resume=True needs Arguments.cwd set to a run folder that holds agent.pth; got {self.cwd!r}")
         saved = read_config(self.cwd, if_strict=True)
+        if not saved:
+            raise ValueError(f"cannot resume the run in {self.cwd!r}: it holds agent.pth but no config.json, which says which "
+                             f"agent, env and widths the run had (and lets load_agent and if_remove know the folder). Restore "
+                             f"config.json, or start a new run in another cwd")
         if os.path.isfile(os.path.join(self.cwd, "actor.pth")) and not read_records(self.cwd)[1]:
             raise ValueError(f"cannot resume the run in {self.cwd!r}: its recorder.csv, which holds the best return of actor.pth, "
                              f"is missing or has no readable rows, so a worse actor could replace actor.pth. Restore recorder.csv, "
                              f"or move actor.pth out of the folder (the run then keeps its best actor from here on)")
-        if saved:
-            now = {"Arguments.agent": ("agent", type(self.agent).__name__), "Arguments.env": ("env", self.env.env_name),
-                   "Arguments.net_dim": ("net_dim", self.net_dim), "the env's state_dim": ("state_dim", self.env.state_dim),
-                   "the env's action_dim": ("action_dim", self.env.action_dim), "Arguments.max_step": ("max_step", self.env.max_step)}
-            differ = [f"{name} is {value!r}, the run's {saved[key]!r}" for name, (key, value) in now.items() if saved.get(key, value) != value]
-            if differ:
-                raise ValueError(f"cannot resume the run in {self.cwd!r} ({saved.get('agent')} on {saved.get('env')}) with another "
-                                 f"task: {'; '.join(differ)}. Resume with the run's settings, or start a new run in another cwd")
+        now = {"Arguments.agent": ("agent", type(self.agent).__name__), "Arguments.env": ("env", self.env.env_name),
+               "Arguments.net_dim": ("net_dim", self.net_dim), "the env's state_dim": ("state_dim", self.env.state_dim),
+               "the env's action_dim": ("action_dim", self.env.action_dim), "Arguments.max_step": ("max_step", self.env.max_step)}
+        differ = [f"{name} is {value!r}, the run's {saved[key]!r}" for name, (key, value) in now.items() if saved.get(key, value) != value]
+        if differ:
+            raise ValueError(f"cannot resume the run in {self.cwd!r} ({saved.get('agent')} on {saved.get('env')}) with another "
+                             f"task: {'; '.join(differ)}. Resume with the run's settings, or start a new run in another cwd")
 
 
 def as_preprocess_env(env: Any, max_step: int | None = None) -> PreprocessEnv:
@@ -409,7 +408,11 @@ def read_config(cwd: str, if_strict: bool = False) -> dict[str, Any]:
             config = json.load(file)
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError) as error:
+    except OSError as error:  # not damaged, but unreadable here: a permission, a folder of that name
+        if if_strict:
+            raise ValueError(f"{path} cannot be read ({error.strerror}); fix its permissions, or start a new run in another cwd") from error
+        return {}
+    except ValueError as error:
         config = error
     if isinstance(config, dict):
         return config
@@ -426,10 +429,14 @@ def read_records(cwd: str) -> tuple[list[str], list[dict[str, float]], int]:
     path = os.path.join(cwd, "recorder.csv")
     if not os.path.isfile(path):
         return [], [], 0
-    with open(path, newline="") as file:
-        reader = csv.DictReader(file)
-        rows = list(reader)
-        fields = list(reader.fieldnames or [])
+    try:
+        with open(path, newline="") as file:
+            reader = csv.DictReader(file)
+            rows = list(reader)
+            fields = list(reader.fieldnames or [])
+    except (UnicodeDecodeError, csv.Error) as error:
+        raise ValueError(f"{path} cannot be read ({error}): it is damaged, or not one elegantrl wrote. Restore it, or move it "
+                         f"and actor.pth out of the folder (the run then keeps its best actor from here on)") from error
     records = []
     for row in rows:
         try:
@@ -582,13 +589,16 @@ class Evaluator:
         if np.mean(returns) > self.best_return and self.eval_times2:
             returns += [self.episode_return(agent, int(next(seeds))) for _ in range(self.eval_times2)]
         mean, std = float(np.mean(returns)), float(np.std(returns))
-        if mean > self.best_return:
-            self.best_return = mean
-            atomic_torch_save(agent.actor.state_dict(), os.path.join(self.cwd, "actor.pth"))
-        self.eval_seconds += time.perf_counter() - start
+        improved = mean > self.best_return
+        self.best_return = max(mean, self.best_return)
         record = {"step": total_steps, "seconds": self.train_seconds if seconds is None else seconds,
                   "return_mean": mean, "return_std": std, "best_return": self.best_return, **logs}
+        # The record first: a kill between the two then leaves a best return whose actor was not saved (the one on
+        # disk stays, and only a better one replaces it), never an actor.pth whose return no record holds
         self._write_record(record)
+        if improved:
+            atomic_torch_save(agent.actor.state_dict(), os.path.join(self.cwd, "actor.pth"))
+        self.eval_seconds += time.perf_counter() - start
         if time.monotonic() - self.curve_time > CURVE_SECONDS:  # a live curve, not redrawn after every evaluation
             start = time.perf_counter()
             self.save_curve()
@@ -794,6 +804,16 @@ def round_plan(args: Arguments, total_steps: int, width: int, is_first: bool) ->
     return min(affordable, args.target_step), False, True
 
 
+def warn_if_no_update(args: Arguments, total_steps: int, width: int) -> None:
+    """Warns where the warm-up round (`round_plan`'s first) spends what is left of the budget: a smoke test may mean
+    it, but a run meant to learn would take no gradient step."""
+    horizon = round_plan(args, total_steps, width, is_first=True)[0]
+    if args.warmup_steps and round_plan(args, total_steps + horizon * width, width, is_first=False)[0] == 0:
+        warnings.warn(f"Arguments.warmup_steps ({args.warmup_steps:,d} env steps that fill the buffer before learning) "
+                      f"leaves nothing of Arguments.break_step ({args.break_step:,d}, from env step {total_steps:,d}): no "
+                      f"gradient step will be taken. Lower warmup_steps or raise break_step to learn", stacklevel=3)
+
+
 def lr_decay_factor(total_steps: int, lr_decay_steps: int) -> float:
     """The fraction of the learning rate left after `total_steps` env steps of a linear decay to zero over
     `lr_decay_steps` (``Arguments.lr_decay_steps``; 0 is no decay)."""
@@ -931,6 +951,8 @@ def train_in_rounds(args: Arguments, explore_env: Any, buffer: Any, evaluator: E
     agent, logs, is_first, stopping = args.agent, {}, True, False
     hit_step = evaluator.first_hit_step if evaluator is not None else None  # a resumed run's hold counts from its own hit
     width = args.num_envs * (group.world_size if group else 1)
+    if evaluator is not None:
+        warn_if_no_update(args, agent.total_steps, width)
     while True:
         horizon, if_random, if_update = round_plan(args, agent.total_steps, width, is_first)
         if horizon == 0 or stopping:
@@ -1139,7 +1161,7 @@ def in_flags(message: str) -> str:
     """A message that names Arguments fields (``Arguments.cwd``, ``if_resume=True``), in the command line's flags,
     and agent classes by the names ``--agent`` takes (``DQN`` for ``AgentDQN``)."""
     message = re.sub(r"\bArguments\(([^()]*)\)", lambda call: call.group(1).replace(", ", " "), message)
-    message = re.sub(r"\bAgent(?=[A-Z0-9])", "", message)
+    message = re.sub(rf"\bAgent({'|'.join(map(re.escape, list_agents()))})\b", r"\1", message)
     for name in [spec.name for spec in dataclasses.fields(Arguments) if spec.metadata.get("cli")] + ["agent", "env"]:
         flag = cli_flag(name)
         message = re.sub(rf"\b(Arguments\.)?{name}=True\b", flag, message)

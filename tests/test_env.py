@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from elegantrl.env import DEFAULT_MAX_STEP, PreprocessEnv, StockTradingEnv, build_vector_env, check_env, clone_env
+from elegantrl.env import DEFAULT_MAX_STEP, PreprocessEnv, StockTradingEnv, build_vector_env, check_env, clone_env, close_vector_env
 
 
 class OldGymCounter:
@@ -340,6 +340,20 @@ def test_a_torch_tensor_reward_passes_check_env_and_becomes_a_float():
 def test_a_reward_or_observation_beyond_float32_is_refused_by_check_env_not_called_non_finite():
     with pytest.raises(ValueError, match="reward 1e\\+300, beyond float32's range"):
         check_env(SpaceEnv(gym.spaces.Box(-1.0, 1.0, (2,)), gym.spaces.Discrete(2), reward=1e300))
+    huge = gym.spaces.Box(1e300, 1e300, (2,), np.float64)  # every sample is 1e300
+    with pytest.raises(ValueError, match="observation beyond float32's range"):
+        check_env(SpaceEnv(huge, gym.spaces.Discrete(2)))
+
+
+def test_a_vector_env_whose_worker_died_closes_without_raising_and_leaves_no_process():
+    vector_env = build_vector_env(PreprocessEnv("CartPole-v1"), 2, if_async=True)
+    vector_env.reset(seed=0)
+    vector_env.processes[0].kill()
+    vector_env.processes[0].join()
+    with pytest.raises((EOFError, BrokenPipeError, ConnectionResetError)):
+        vector_env.step(np.zeros(2, dtype=np.int64))
+    close_vector_env(vector_env)  # gymnasium's own close raises here, and again when the env is collected
+    assert vector_env.closed and not any(process.is_alive() for process in vector_env.processes)
 
 
 def test_a_vector_env_is_refused_with_num_envs_as_the_way():
@@ -350,9 +364,15 @@ def test_a_vector_env_is_refused_with_num_envs_as_the_way():
     vector_env.close()
 
 
-def test_an_observation_of_no_numbers_is_refused():
-    with pytest.raises(ValueError, match="holds no numbers"):
-        PreprocessEnv(SpaceEnv(gym.spaces.Box(-1.0, 1.0, (0,)), gym.spaces.Discrete(2)))
+def test_an_observation_or_action_of_no_numbers_is_refused():
+    empty = gym.spaces.Box(-1.0, 1.0, (0,))
+    for check in (PreprocessEnv, check_env):
+        with pytest.raises(ValueError, match="holds no numbers"):
+            check(SpaceEnv(empty, gym.spaces.Discrete(2)))
+    with pytest.raises(TypeError, match="one or more actions"):
+        PreprocessEnv(SpaceEnv(gym.spaces.Box(-1.0, 1.0, (2,)), empty))
+    with pytest.raises(ValueError, match="one or more actions"):
+        check_env(SpaceEnv(gym.spaces.Box(-1.0, 1.0, (2,)), empty))
 
 
 def test_a_reward_of_one_element_in_an_array_is_a_float():

@@ -449,13 +449,14 @@ def test_a_damaged_run_folder_is_named_and_refused_before_anything_is_overwritte
             damaged(name, content)
 
     damaged("agent.pth", files["agent.pth"][:1000])  # a copy cut short
-    with pytest.raises(ValueError, match="agent.pth cannot be loaded .*damaged"):
+    with pytest.raises(ValueError, match="agent.pth cannot be loaded: it is not a checkpoint"):
         train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True, **more))
     restore()
-    damaged("actor.pth", b"not a checkpoint")
-    with pytest.raises(ValueError, match="actor.pth cannot be loaded .*damaged") as info:
-        elegantrl.run.load_agent(cwd)
-    assert "weights_only=False" not in str(info.value)  # torch's advice would run whatever the file holds
+    for content in (b"not a checkpoint", bytes(len(files["actor.pth"]))):  # another file; one a crash zeroed
+        damaged("actor.pth", content)
+        with pytest.raises(ValueError, match="actor.pth cannot be loaded: it is not a checkpoint") as info:
+            elegantrl.run.load_agent(cwd)
+        assert "weights_only" not in str(info.value)  # torch's advice, weights_only=False, would run what the file holds
     restore()
     damaged("config.json", b"{bad json")
     for attempt in (lambda: elegantrl.run.load_agent(cwd),
@@ -474,8 +475,11 @@ def test_a_damaged_run_folder_is_named_and_refused_before_anything_is_overwritte
 
 def test_warmup_that_fills_the_whole_run_is_warned_of_and_the_meta_device_refused(tmp_path):
     fields = dict(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path / "run"))
+    # 1,000 warm-up steps on 8 envs are 125 rounds of 8, which leave nothing of 1,001
+    smoke = Arguments(**{**fields, "cwd": str(tmp_path / "smoke")}, num_envs=8, warmup_steps=1000, break_step=1001, if_print=False)
     with pytest.warns(UserWarning, match="no gradient step will be taken"):
-        Arguments(**{**fields, "cwd": str(tmp_path / "smoke")}, warmup_steps=1000, break_step=1000).init_before_training()
+        agent = train_and_evaluate(smoke)
+    assert agent.update_count == 0
     with pytest.raises(ValueError, match="'meta' holds shapes but no data"):
         Arguments(**fields, device="meta").init_before_training()
     assert not os.path.exists(fields["cwd"])
