@@ -126,8 +126,7 @@ class PreprocessEnv(gym.Env):
         if _is_box(space) or _is_multi_binary(space):
             dim, self._obs_shape = int(np.prod(space.shape)), tuple(space.shape)
             if dim == 0:
-                raise ValueError(f"env {self.env_name!r} has observation space {space}, which holds no numbers: a policy "
-                                 f"could not tell one state from another. Give the observation at least one element")
+                raise ValueError(f"env {self.env_name!r}: {_empty_observation_problem(space)}")
             low = np.broadcast_to(np.asarray(getattr(space, "low", 0.0), dtype=np.float32), space.shape).reshape(-1)
             high = np.broadcast_to(np.asarray(getattr(space, "high", 1.0), dtype=np.float32), space.shape).reshape(-1)
             return gym.spaces.Box(low, high, (dim,), np.float32), dim, None
@@ -404,8 +403,7 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
     if not ((_is_box(action_space) and len(action_space.shape) == 1 and action_space.shape[0] > 0) or _is_discrete(action_space)):
         problems.append(f"action_space is {action_space!r}; use a one-dimensional Box of one or more actions, or a Discrete space")
     if _is_box(obs_space) and not int(np.prod(obs_space.shape)):
-        problems.append(f"observation_space is {obs_space!r}, which holds no numbers: a policy could not tell one state "
-                        f"from another. Give the observation at least one element")
+        problems.append(_empty_observation_problem(obs_space))
     if problems:
         raise ValueError(_problem_report(name, problems))
 
@@ -512,6 +510,12 @@ def _reward_problem(reward: Any, where: str) -> str | None:
     if value.size != 1 or value.dtype.kind not in "iuf":
         return f"{where} returned reward {reward!r}; the reward must be one real number (a float)"
     return None
+
+
+def _empty_observation_problem(space: Any) -> str:
+    """The words check_env and PreprocessEnv both use for an observation space of no numbers."""
+    return (f"observation_space is {space!r}, which holds no numbers: a policy could not tell one state from another. "
+            f"Give the observation at least one element")
 
 
 def _is_vector_env(env: Any) -> bool:

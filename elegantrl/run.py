@@ -406,20 +406,18 @@ def read_config(cwd: str, if_strict: bool = False) -> dict[str, Any]:
     try:
         with open(path) as file:
             config = json.load(file)
+        problem = None if isinstance(config, dict) else f"it holds a {type(config).__name__}, not an object"
     except FileNotFoundError:
         return {}
-    except OSError as error:  # not damaged, but unreadable here: a permission, a folder of that name
-        if if_strict:
-            raise ValueError(f"{path} cannot be read ({error.strerror}); fix its permissions, or start a new run in another cwd") from error
-        return {}
+    except OSError as error:  # a permission, a folder of that name
+        problem = error.strerror
     except ValueError as error:
-        config = error
-    if isinstance(config, dict):
+        problem = str(error)
+    if problem is None:
         return config
     if if_strict:
-        problem = config if isinstance(config, Exception) else f"it holds a {type(config).__name__}, not an object"
-        raise ValueError(f"{path} cannot be read ({problem}): it is damaged, or not one elegantrl wrote, so it does not say "
-                         f"which agent, env and widths the run had. Restore it, or start a new run in another cwd")
+        raise ValueError(f"{path} cannot be read ({problem}): it is damaged, unreadable here, or not one elegantrl wrote, so "
+                         f"it does not say which agent, env and widths the run had. Restore it, or start a new run in another cwd")
     return {}
 
 
