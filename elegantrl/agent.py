@@ -587,6 +587,9 @@ class AgentOnPolicy(AgentBase):
         max_grad_norm: clip the actor's gradient and the critic's, each on its own, to this norm at
             every step (SB3's PPO clips its one optimizer's, policy and value together, at 0.5); None
             does not clip.
+        target_kl: end a rollout's epochs early, before the minibatch step that would be taken, once
+            a minibatch's approximate KL divergence from the rollout's policy exceeds 1.5 × target_kl
+            (SB3's rule, so that its values carry over, e.g. 0.01-0.05); None runs every epoch.
     """
 
     ClassCri = CriticAdv
@@ -597,12 +600,16 @@ class AgentOnPolicy(AgentBase):
         net_dim=64, batch_size=256, repeat_times=8.0, target_step=2048, learning_rate=3e-4, warmup_steps=0, eval_gap=4096,
     )
 
-    def __init__(self, lambda_entropy: float = 0.0, lambda_gae_adv: float = 0.95, max_grad_norm: float | None = None):
+    def __init__(self, lambda_entropy: float = 0.0, lambda_gae_adv: float = 0.95, max_grad_norm: float | None = None,
+                 target_kl: float | None = None):
         check_setting(self, "lambda_entropy", lambda_entropy, _is_real(lambda_entropy) and lambda_entropy >= 0.0, "zero or positive")
         check_setting(self, "lambda_gae_adv", lambda_gae_adv, _is_real(lambda_gae_adv) and 0.0 <= lambda_gae_adv <= 1.0, "in [0, 1]")
         check_setting(self, "max_grad_norm", max_grad_norm, max_grad_norm is None or (_is_real(max_grad_norm) and max_grad_norm > 0.0),
                       "positive, e.g. 0.5, or None for no clipping")
+        check_setting(self, "target_kl", target_kl, target_kl is None or (_is_real(target_kl) and target_kl > 0.0),
+                      "positive, e.g. 0.02, or None to run every epoch")
         self.lambda_entropy, self.lambda_gae_adv, self.max_grad_norm = lambda_entropy, lambda_gae_adv, max_grad_norm
+        self.target_kl = target_kl
 
     def make_buffer(self, max_memo: int) -> RolloutBuffer:
         return RolloutBuffer(self.device)  # holds one rollout: max_memo does not apply
@@ -634,9 +641,14 @@ class AgentOnPolicy(AgentBase):
                 for index in torch.randperm(advantage.numel(), device=self.device).split(self.batch_size):
                     obj_critic = self.criterion(self.get_value(state[index]), value_target[index])
                     log_prob, entropy = self.actor.get_logprob_entropy(state[index], action[index])
+                    with torch.no_grad():  # Schulman's low-variance estimator of KL(old || new): E[(r - 1) - log r]
+                        log_ratio = log_prob - old_log_prob[index]
+                        approx_kl = (log_ratio.exp() - 1.0 - log_ratio).mean()
+                    if self.target_kl is not None and approx_kl.item() > 1.5 * self.target_kl:
+                        return
                     obj_actor = self.get_obj_actor(log_prob, old_log_prob[index], advantage[index]) - self.lambda_entropy * entropy.mean()
                     self.optimize(obj_critic, obj_actor)
-                    yield {"obj_critic": obj_critic, "obj_actor": obj_actor, "entropy": entropy.mean()}
+                    yield {"obj_critic": obj_critic, "obj_actor": obj_actor, "entropy": entropy.mean(), "approx_kl": approx_kl}
 
         return run_and_average(minibatch_steps())
 
@@ -933,12 +945,12 @@ class AgentPPO(AgentOnPolicy):
 
     Args:
         ratio_clip: the clip range ε of the probability ratio.
-        lambda_entropy, lambda_gae_adv, max_grad_norm: see `AgentOnPolicy`.
+        lambda_entropy, lambda_gae_adv, max_grad_norm, target_kl: see `AgentOnPolicy`.
     """
 
     def __init__(self, ratio_clip: float = 0.2, lambda_entropy: float = 0.0, lambda_gae_adv: float = 0.95,
-                 max_grad_norm: float | None = None):
-        super().__init__(lambda_entropy, lambda_gae_adv, max_grad_norm)
+                 max_grad_norm: float | None = None, target_kl: float | None = None):
+        super().__init__(lambda_entropy, lambda_gae_adv, max_grad_norm, target_kl)
         check_setting(self, "ratio_clip", ratio_clip, _is_real(ratio_clip) and ratio_clip > 0.0, "positive, e.g. 0.2")
         self.ratio_clip = ratio_clip
 

@@ -222,6 +222,8 @@ def test_a_checkpoint_keeps_the_loading_machines_adam_kernel(tmp_path):
         (AgentPPO, dict(max_grad_norm=0.0)),
         (AgentPPO, dict(max_grad_norm=float("nan"))),
         (AgentPPO, dict(max_grad_norm="0.5")),
+        (AgentPPO, dict(target_kl=0.0)),
+        (AgentPPO, dict(target_kl="0.02")),
     ],
 )
 def test_a_bad_agent_setting_is_refused_when_the_agent_is_made(agent_class, setting):

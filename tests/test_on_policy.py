@@ -100,6 +100,23 @@ def test_max_grad_norm_clips_each_optimizers_gradient(max_grad_norm):
     assert (norm <= 0.01 + 1e-6) == (max_grad_norm is not None)
 
 
+@pytest.mark.parametrize("target_kl", [None, 1e-4])
+def test_target_kl_ends_the_epochs_once_the_policy_has_moved_that_far(target_kl):
+    env = PreprocessEnv("CartPole-v1")
+    torch.manual_seed(0)
+    agent = AgentDiscretePPO(target_kl=target_kl)
+    agent.init(64, env.state_dim, env.action_dim, batch_size=64, repeat_times=8.0, learning_rate=3e-3)
+    agent.reset_exploration(env, seed=0)
+    buffer = RolloutBuffer(agent.device)
+    buffer.extend(agent.explore_env(env, 512))
+    logs = agent.update_net(buffer, 512)
+    steps = agent.actor_optimizer.state_dict()["state"][0]["step"].item()
+    if target_kl is None:
+        assert steps == 8 * 512 // 64  # every minibatch of every epoch
+    else:  # the first step is always taken (the policy is the rollout's), and the stop comes within the first epochs
+        assert 1 <= steps < 512 // 64 * 2 and logs["approx_kl"] <= 1.5 * target_kl
+
+
 def test_discrete_ppo_reaches_195_on_cartpole(tmp_path):
     args = Arguments(agent=AgentDiscretePPO(), env="CartPole-v1", random_seed=0, cwd=str(tmp_path), target_return=195.0,
                      break_step=40_000, eval_gap=2048, eval_times1=5, eval_times2=5, if_print=False)
