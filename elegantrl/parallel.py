@@ -482,7 +482,7 @@ def train_multiprocess(args: Arguments) -> AgentBase:
     grace = 10.0  # for the children to finish what they do; a stop does not wait for rollouts nobody will learn from
     rank_grace = 0.5  # a rank waiting in a collective for this one never ends by itself
     with signal_handlers({signal.SIGTERM: raise_terminated}):
-        finished = False
+        finished, stopped = False, None
         try:
             with torch_threads(args.num_threads):
                 learner.start(recipes, blueprint, with_evaluator=is_main)
@@ -497,9 +497,7 @@ def train_multiprocess(args: Arguments) -> AgentBase:
                 rank_grace = 30.0  # the other ranks end their rounds with this one, and shut down their own workers
             finished = True
         except KeyboardInterrupt as stop:
-            if is_main:
-                say_stopped(stop, args, " (rollouts under way are not counted)")
-            grace = 0.5
+            stopped, grace = stop, 0.5  # said once the Evaluator is stopped: a row it prints then comes before, not after
             raise
         except RuntimeError as error:  # a collective that failed: another learner is gone, say which where it is ours
             if ranks is not None:
@@ -507,6 +505,8 @@ def train_multiprocess(args: Arguments) -> AgentBase:
             raise
         finally:
             learner.processes.shutdown(grace)
+            if stopped is not None and is_main:
+                say_stopped(stopped, args, " (rollouts under way are not counted)")
             if learner.startup_seconds is not None and is_main:
                 with signal_handlers(dict.fromkeys((signal.SIGINT, signal.SIGTERM), signal.SIG_IGN)):  # short, and must not be torn
                     if os.path.isfile(learner.clock.csv_path):

@@ -244,7 +244,7 @@ def test_sigterm_stops_every_process_and_keeps_a_loadable_actor(tmp_path):
     cwd = tmp_path / "run"
     process = subprocess.Popen(
         [sys.executable, "-m", "elegantrl", "--agent", "D3QN", "--env", "CartPole-v1", "--rollout-num", "2", "--cwd", str(cwd),
-         "--no-allow-break", "--break-step", "10000000", "--eval-gap", "500", "--eval-times2", "0", "--no-print"],
+         "--no-allow-break", "--break-step", "10000000", "--eval-gap", "500", "--eval-times2", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 90
@@ -262,6 +262,8 @@ def test_sigterm_stops_every_process_and_keeps_a_loadable_actor(tmp_path):
             process.wait()
     assert process.returncode == 143, output
     assert "stopped by SIGTERM" in output
+    after_stop = output.split("stopped by SIGTERM")[1].splitlines()[1:]
+    assert all(line.startswith("best evaluation return") for line in after_stop), output  # the Evaluator's rows came first
     deadline = time.monotonic() + 10
     while any(alive(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.1)
