@@ -644,8 +644,11 @@ class AgentOnPolicy(AgentBase):
                     with torch.no_grad():  # Schulman's low-variance estimator of KL(old || new): E[(r - 1) - log r]
                         log_ratio = log_prob - old_log_prob[index]
                         approx_kl = (log_ratio.exp() - 1.0 - log_ratio).mean()
-                    if self.target_kl is not None and approx_kl.item() > 1.5 * self.target_kl:
-                        return
+                    if self.target_kl is not None:
+                        if self.learner_group is not None:  # one decision for all ranks: a rank that stopped alone would leave
+                            approx_kl = self.learner_group.mean(approx_kl)  # the others waiting in its gradient all-reduce
+                        if approx_kl.item() > 1.5 * self.target_kl:
+                            return
                     obj_actor = self.get_obj_actor(log_prob, old_log_prob[index], advantage[index]) - self.lambda_entropy * entropy.mean()
                     self.optimize(obj_critic, obj_actor)
                     yield {"obj_critic": obj_critic, "obj_actor": obj_actor, "entropy": entropy.mean(), "approx_kl": approx_kl}

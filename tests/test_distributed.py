@@ -21,8 +21,9 @@ import torch
 import torch.distributed as dist
 from test_parallel import child_pids, no_process_left_behind  # noqa: F401  (an autouse fixture)
 
-from elegantrl.agent import AgentD3QN, AgentSAC
+from elegantrl.agent import AgentD3QN, AgentDiscretePPO, AgentSAC
 from elegantrl.distributed import LearnerGroup
+from elegantrl.env import PreprocessEnv
 from elegantrl.replay import Transitions
 from elegantrl.run import Arguments, WorkerError, train_and_evaluate, train_and_evaluate_mp
 
@@ -97,6 +98,34 @@ def test_the_averaged_gradient_is_the_gradient_of_the_ranks_batches_concatenated
         for after, alone in zip(saved["rank_weights"], saved["alone_weights"]):
             torch.testing.assert_close(after, alone, rtol=1e-5, atol=1e-6)  # so the step taken is that one too
         assert not all(torch.allclose(a, b) for a, b in zip(saved["ranks"], saved["own"]))  # the rank's own gradient was replaced
+
+
+def target_kl_rank(rank: int, world_size: int, init_method: str, folder: str) -> None:
+    """A PPO update with target_kl on this rank's own rollout: the ranks' KLs differ, their stop must not."""
+    join(rank, world_size, init_method)
+    try:
+        env = PreprocessEnv("CartPole-v1")
+        torch.manual_seed(0)
+        agent = AgentDiscretePPO(target_kl=0.003)
+        agent.init(64, env.state_dim, env.action_dim, batch_size=64, repeat_times=8.0, learning_rate=3e-4)
+        agent.learner_group = LearnerGroup("cpu")
+        agent.reset_exploration(env, seed=rank)
+        rollout = agent.explore_env(env, 512)
+        if rank == 1:  # states far from rank 0's: the same step moves this rank's policy much further
+            rollout = rollout._replace(state=rollout.state * 20.0, next_state=rollout.next_state * 20.0)
+        buffer = agent.make_buffer(0)
+        buffer.extend(rollout)
+        agent.update_net(buffer, 512)
+        torch.save(agent.actor_optimizer.state_dict()["state"][0]["step"], f"{folder}/steps{rank}.pt")
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.timeout(240)
+def test_target_kl_stops_every_rank_at_the_same_step(tmp_path):
+    run_ranks(target_kl_rank, tmp_path, timeout=60.0)  # a rank that stopped alone would hang the other: the timeout fails it
+    steps = [torch.load(tmp_path / f"steps{rank}.pt", weights_only=True).item() for rank in range(2)]
+    assert steps[0] == steps[1] >= 1
 
 
 def training_rank(rank: int, world_size: int, init_method: str, folder: str) -> None:
