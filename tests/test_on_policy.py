@@ -117,6 +117,19 @@ def test_target_kl_ends_the_epochs_once_the_policy_has_moved_that_far(target_kl)
         assert 1 <= steps < 512 // 64 * 2 and logs["approx_kl"] <= 1.5 * target_kl
 
 
+@pytest.mark.parametrize("agent_class", [AgentPPO, AgentInterPPO])
+def test_a_gaussian_policy_starts_near_the_same_wide_distribution_in_every_state(agent_class):
+    env = PreprocessEnv("LunarLanderContinuous-v3")
+    torch.manual_seed(0)
+    agent = agent_class()
+    agent.init(64, env.state_dim, env.action_dim)
+    state = torch.randn(256, env.state_dim) * 3.0  # states far apart, as a lander's are
+    policy = agent.actor.distribution(state)
+    # with the default layer init each state has its own mean, up to about 0.6 away from 0
+    assert policy.mean.abs().max() < 0.05
+    assert torch.allclose(policy.stddev, torch.ones_like(policy.stddev))
+
+
 def test_discrete_ppo_reaches_195_on_cartpole(tmp_path):
     args = Arguments(agent=AgentDiscretePPO(), env="CartPole-v1", random_seed=0, cwd=str(tmp_path), target_return=195.0,
                      break_step=40_000, eval_gap=2048, eval_times1=5, eval_times2=5, if_print=False)
