@@ -9,6 +9,7 @@ import dataclasses
 import difflib
 import importlib
 import inspect
+import itertools
 import json
 import math
 import os
@@ -292,13 +293,12 @@ class Arguments:
         if self.if_resume:
             self._check_resumable()
             return
+        if self.cwd is None and not self.if_remove:
+            self._claim_new_folder()
+            return
         if self.cwd is None:
             agent_name = type(self.agent).__name__.removeprefix("Agent")
-            base = os.path.join("runs", f"{self.env.env_name}_{agent_name}_{self.random_seed}")
-            self.cwd, suffix = base, 1
-            while os.path.exists(self.cwd) and not self.if_remove and (not os.path.isdir(self.cwd) or os.listdir(self.cwd)):
-                suffix += 1
-                self.cwd = f"{base}-{suffix}"
+            self.cwd = os.path.join("runs", f"{self.env.env_name}_{agent_name}_{self.random_seed}")
         check_folder_writable(self.cwd)
         if os.path.isdir(self.cwd) and os.listdir(self.cwd):
             if self.if_remove:
@@ -309,12 +309,42 @@ class Arguments:
             else:
                 raise FileExistsError(f"Arguments.cwd {self.cwd!r} is not empty and holds no run marked as elegantrl's (it holds "
                                       f"{listing(os.listdir(self.cwd))}); choose a new or empty folder")
-        self._made_folders = [path for path in parent_folders(self.cwd) if not os.path.exists(path)]
+        if not self._make_folder(self.cwd, if_new=not os.path.lexists(self.cwd)):
+            raise FileExistsError(f"Arguments.cwd {self.cwd!r} was made by another process while this run was starting (a "
+                                  f"second run with the same cwd?); two runs in one folder would overwrite each other's "
+                                  f"files. Give each run its own cwd")
+
+    def _claim_new_folder(self) -> None:
+        """Sets `cwd` to the first of runs/<env>_<agent>_<seed>, -2, -3, ... that this run creates itself.
+
+        An existing folder is never taken, even an empty one: it may be another run's, started at the
+        same moment and not yet written to, and two runs in one folder overwrite each other's files.
+        """
+        agent_name = type(self.agent).__name__.removeprefix("Agent")
+        base = os.path.join("runs", f"{self.env.env_name}_{agent_name}_{self.random_seed}")
+        check_folder_writable(base)
+        for suffix in itertools.count(1):
+            self.cwd = base if suffix == 1 else f"{base}-{suffix}"
+            if not os.path.lexists(self.cwd) and self._make_folder(self.cwd, if_new=True):
+                return
+
+    def _make_folder(self, cwd: str, if_new: bool) -> bool:
+        """Makes `cwd` and the folders above it (remembered for `discard_new_folder`); with `if_new`, through one
+        `os.mkdir`, which fails where another process made the folder first: then False, and nothing is made."""
+        self._made_folders = [path for path in parent_folders(cwd) if not os.path.exists(path)]
         try:
-            os.makedirs(self.cwd, exist_ok=True)
-        except OSError as error:  # a name too long, a dangling link, ...
+            os.makedirs(os.path.dirname(os.path.abspath(cwd)), exist_ok=True)
+            if if_new:
+                os.mkdir(cwd)
+            else:
+                os.makedirs(cwd, exist_ok=True)  # an existing folder (or a link to one): nothing to make
+        except OSError as error:
+            self._made_folders = [path for path in self._made_folders if path != os.path.abspath(cwd)]  # not made by us
             self.discard_new_folder()
-            raise ValueError(f"Arguments.cwd {self.cwd!r} cannot be made: {error.strerror}; choose another cwd") from error
+            if if_new and isinstance(error, FileExistsError) and os.path.isdir(cwd):
+                return False
+            raise ValueError(f"Arguments.cwd {cwd!r} cannot be made: {error.strerror}; choose another cwd") from error
+        return True
 
     def discard_new_folder(self) -> None:
         """Undoes `prepare_cwd` after a failed start: removes the folders it made, if they are still empty."""

@@ -1,5 +1,6 @@
 """Arguments validation, train_and_evaluate, the Evaluator's files, NaN handling and the CLI."""
 
+import concurrent.futures
 import csv
 import math
 import os
@@ -119,6 +120,21 @@ def test_default_run_folder_never_overwrites_an_earlier_run(tmp_path, monkeypatc
     second = Arguments(agent=AgentDQN(), env="CartPole-v1", random_seed=3)
     second.init_before_training()
     assert second.cwd == os.path.join("runs", "CartPole-v1_DQN_3-2")
+
+
+def test_runs_started_at_once_never_share_a_default_run_folder(tmp_path, monkeypatch):
+    # A run's folder stays empty until its config.json is written, seconds after start; a second run
+    # starting in that window must not take it, or both write the same files.
+    monkeypatch.chdir(tmp_path)
+    first = Arguments(agent=AgentDQN(), env="CartPole-v1", random_seed=3)
+    first.init_before_training()
+    assert os.listdir(first.cwd) == []
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        others = list(pool.map(lambda _: Arguments(agent=AgentDQN(), env="CartPole-v1", random_seed=3), range(4)))
+        list(pool.map(Arguments.init_before_training, others))
+    folders = [first.cwd] + [args.cwd for args in others]
+    assert len(set(folders)) == 5
+    assert sorted(folders)[1:] == [os.path.join("runs", f"CartPole-v1_DQN_3-{i}") for i in range(2, 6)]
 
 
 def test_train_and_evaluate_writes_the_run_folder(tmp_path):
