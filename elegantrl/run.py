@@ -145,6 +145,11 @@ class Arguments:
             self.eval_env = as_preprocess_env(self.eval_env, self.max_step)
         self._check_agent_fits_env()
         if self.eval_env is not None:
+            if len({id(getattr(e.env, "unwrapped", e.env)) for e in (self.env, self.eval_env)}) == 1:
+                raise ValueError("Arguments.eval_env is the same env as Arguments.env: each evaluation would reset and step "
+                                 "the env in the middle of exploration's episode, and store transitions that no env step "
+                                 "made. Pass a second env (e.g. PreprocessEnv(gym.make(env_id))), or leave eval_env unset "
+                                 "for a copy of env")
             sizes = [(e.state_dim, e.action_dim, e.if_discrete) for e in (self.env, self.eval_env)]
             if sizes[0] != sizes[1]:
                 raise ValueError(f"eval_env {self.eval_env.env_name!r} does not match env {self.env.env_name!r}: "

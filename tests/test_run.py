@@ -80,6 +80,15 @@ def test_discrete_agent_error_lists_the_agents_that_fit(tmp_path):
     assert "AgentDQN" not in str(info.value).split("use one of:")[1]  # DQN does not fit a Box env
 
 
+@pytest.mark.parametrize("wrap", [PreprocessEnv, lambda raw: raw], ids=["preprocess-env", "raw-env"])
+def test_eval_env_that_is_the_exploring_env_is_refused(tmp_path, wrap):
+    raw = gym.make("CartPole-v1")
+    env, eval_env = PreprocessEnv(raw), wrap(raw)
+    with pytest.raises(ValueError, match="eval_env is the same env as Arguments.env"):
+        Arguments(agent=AgentD3QN(), env=env, eval_env=eval_env, cwd=str(tmp_path / "run")).init_before_training()
+    assert not (tmp_path / "run").exists()
+
+
 def test_existing_run_folder_is_kept_unless_if_remove(tmp_path):
     cwd = tmp_path / "run"
     cwd.mkdir()
