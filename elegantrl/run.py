@@ -368,7 +368,14 @@ class Arguments:
             raise ValueError(f"cannot resume the run in {self.cwd!r}: it holds agent.pth but no config.json, which says which "
                              f"agent, env and widths the run had (and lets load_agent and if_remove know the folder). Restore "
                              f"config.json, or start a new run in another cwd")
-        if os.path.isfile(os.path.join(self.cwd, "actor.pth")) and not read_records(self.cwd)[1]:
+        actor_path = os.path.join(self.cwd, "actor.pth")
+        if os.path.isfile(actor_path):  # checked now, not when the run ends and loads its best actor, hours later
+            try:
+                load_torch_file(actor_path, "cpu")
+            except ValueError as error:
+                raise ValueError(f"cannot resume the run in {self.cwd!r}: {error} Or move actor.pth out of the folder: the "
+                                 f"run then keeps its best actor from here on") from error
+        if os.path.isfile(actor_path) and not read_records(self.cwd)[1]:
             raise ValueError(f"cannot resume the run in {self.cwd!r}: its recorder.csv, which holds the best return of actor.pth, "
                              f"is missing or has no readable rows, so a worse actor could replace actor.pth. Restore recorder.csv, "
                              f"or move actor.pth out of the folder (the run then keeps its best actor from here on)")
@@ -572,8 +579,9 @@ class Evaluator:
             self.records = [record for record in records if record["step"] <= total_steps]  # not past the checkpoint resumed
             if len(self.records) < num_rows:  # rewritten: a torn last row would tear the next one appended too
                 self._write_csv(self.records, rewrite=True)
-        if self.records:
+        if self.records and os.path.isfile(os.path.join(self.cwd, "actor.pth")):  # without it, the next evaluation writes one
             self.best_return = max(record["best_return"] for record in self.records)
+        if self.records:
             self.start_time -= self.records[-1]["seconds"]
         self.next_eval_step = (total_steps // self.eval_gap + 1) * self.eval_gap
 

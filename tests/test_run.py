@@ -482,6 +482,9 @@ def test_a_damaged_run_folder_is_named_and_refused_before_anything_is_overwritte
         with pytest.raises(ValueError, match="actor.pth cannot be loaded: it is not a checkpoint") as info:
             elegantrl.run.load_agent(cwd)
         assert "weights_only" not in str(info.value)  # torch's advice, weights_only=False, would run what the file holds
+        with pytest.raises(ValueError, match="cannot resume the run .*actor.pth cannot be loaded"):  # at the start, not the end
+            train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True, **more))
+        assert open(os.path.join(cwd, "agent.pth"), "rb").read() == files["agent.pth"]
     restore()
     damaged("config.json", b"{bad json")
     for attempt in (lambda: elegantrl.run.load_agent(cwd),
@@ -496,6 +499,24 @@ def test_a_damaged_run_folder_is_named_and_refused_before_anything_is_overwritte
     os.remove(os.path.join(cwd, "actor.pth"))  # the way the message gives: the run goes on without it
     train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True, **more))
     assert os.path.isfile(os.path.join(cwd, "actor.pth"))
+
+
+def test_a_resumed_run_whose_actor_file_is_gone_writes_a_new_one(tmp_path):
+    cwd = str(tmp_path / "run")
+    train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, **TINY))
+    rows = read_record(cwd)
+    for row in rows:  # a record no later evaluation can beat: only a fresh best return lets one save its actor
+        row["best_return"] = "500.0"
+    with open(os.path.join(cwd, "recorder.csv"), "w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    os.remove(os.path.join(cwd, "actor.pth"))
+    agent = train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True, **{**TINY, "break_step": 640}))
+    assert os.path.isfile(os.path.join(cwd, "actor.pth"))
+    loaded = elegantrl.run.load_agent(cwd)
+    state = torch.zeros(1, 4)
+    assert np.array_equal(loaded.act(state), agent.act(state))
 
 
 def test_warmup_that_fills_the_whole_run_is_warned_of_and_the_meta_device_refused(tmp_path):
