@@ -879,8 +879,16 @@ class WorkerError(RuntimeError):
     """A worker or the Evaluator process raised or died; the message carries its traceback or exit status."""
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread so that a run stops the way Ctrl-C stops it (and the CLI exits with 143)."""
+class Terminated(SystemExit, KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that a run stops the way Ctrl-C stops it, saving as it goes.
+
+    To the library's handlers it is a KeyboardInterrupt; to a script that does not catch it, a SystemExit with
+    status 143 (128 + SIGTERM), so the script ends as the signal would end it, with no traceback, and a scheduler
+    reads a stop, not a crash. Catch it by name to go on after a SIGTERM.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(128 + signal.SIGTERM)
 
 
 def say_stopped(stop: KeyboardInterrupt, args: Arguments, note: str = "") -> None:
@@ -891,7 +899,7 @@ def say_stopped(stop: KeyboardInterrupt, args: Arguments, note: str = "") -> Non
 
 def raise_terminated(signum: int, frame: Any) -> None:
     """The SIGTERM handler of a run: stop the way Ctrl-C stops it (see `Terminated`)."""
-    raise Terminated("SIGTERM")
+    raise Terminated()
 
 
 @contextlib.contextmanager

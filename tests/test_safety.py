@@ -156,6 +156,34 @@ def test_sigterm_and_ctrl_c_give_their_exit_status_and_keep_the_agent(signum, st
     assert torch.load(tmp_path / "run" / "agent.pth", weights_only=True)["total_steps"] == steps >= 2 * 256
 
 
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("trainer", ["train_and_evaluate", "train_and_evaluate_mp"])
+def test_sigterm_ends_a_users_script_with_status_143_and_no_traceback(trainer, tmp_path):
+    # A scheduler (or docker stop) sends SIGTERM: the run saves, and the script ends as the signal would
+    # end it, not with status 1 and a traceback that reads as a crash.
+    workers = "rollout_num=2, " if trainer.endswith("_mp") else ""
+    script = tmp_path / "train.py"
+    script.write_text(f"""
+from elegantrl.agent import AgentD3QN
+from elegantrl.run import Arguments, {trainer}
+if __name__ == "__main__":
+    {trainer}(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd="run", {workers}net_dim=16, batch_size=32, target_step=32,
+              warmup_steps=64, eval_gap=256, eval_times1=2, eval_times2=1, break_step=1_000_000, target_return=1e9))
+    print("the script went on")
+""")
+    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               cwd=tmp_path, env={**os.environ, "PYTHONPATH": CLI_PATH})
+    try:
+        wait_for_rows(tmp_path / "run" / "recorder.csv", 2, process)
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 143, output
+    assert "stopped by SIGTERM at env step" in output and "Traceback" not in output and "the script went on" not in output
+    assert torch.load(tmp_path / "run" / "agent.pth", weights_only=True)["total_steps"] >= 2 * 256
+
+
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("workers", [[], ["--rollout-num", "2"]])
 def test_a_second_ctrl_c_stops_at_once_without_a_traceback(workers, tmp_path):
