@@ -213,9 +213,18 @@ class AgentBase:
         """Exploration actions for states (batch, state_dim): (batch,) indices or (batch, action_dim)."""
         raise NotImplementedError
 
+    def require_init(self, what: str) -> None:
+        """Raises RuntimeError, saying how to go on, where `what` (a method) is called before `init` built the networks."""
+        if not hasattr(self, "device"):
+            name = type(self).__name__
+            raise RuntimeError(f"{name}.{what} needs the agent's networks, which {name}.init(net_dim, state_dim, action_dim) "
+                               f"builds; call it first, or take a trained run's agent, built and loaded, from "
+                               f"elegantrl.run.load_agent(cwd)")
+
     @torch.no_grad()
     def act(self, state: np.ndarray | torch.Tensor) -> np.ndarray:
         """Deterministic action(s) of the current policy for one state ``(state_dim,)`` or a batch ``(n, state_dim)``."""
+        self.require_init("act")
         state = torch.as_tensor(state, dtype=torch.float32, device=self.device)
         if state.dim() not in (1, 2) or state.shape[-1] != self.state_dim:
             raise ValueError(f"{type(self).__name__}.act takes one state of shape ({self.state_dim},) or a batch of "
@@ -433,6 +442,7 @@ class AgentBase:
         saving leaves the previous checkpoint whole. An agent whose weights hold NaN or inf (a diverged
         run) is not saved, so that ``agent.pth`` keeps the last finite ones.
         """
+        self.require_init("save_or_load_agent")
         path = os.path.join(cwd, "agent.pth")
         if if_save:
             if diverged := self.non_finite_parts():  # keep the last good checkpoint, which a resume can use

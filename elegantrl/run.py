@@ -1104,11 +1104,12 @@ def train_and_evaluate_mp(args: Arguments) -> AgentBase:
     return train_multiprocess(args)
 
 
-def load_agent(cwd: str) -> AgentBase:
+def load_agent(cwd: str, agent_class: type[AgentBase] | None = None) -> AgentBase:
     """The agent of a run folder with its best actor loaded, ready for ``agent.act(states)``.
 
     ``agent.act`` gives the actions elegantrl's agents work in: for a Box action space these lie in
-    [-1, 1]; step the env through ``PreprocessEnv``, which maps them to the env's bounds.
+    [-1, 1]; step the env through ``PreprocessEnv``, which maps them to the env's bounds. A run of an
+    agent class of your own needs that class: ``load_agent(cwd, agent_class=AgentMySAC)``.
     """
     config_path = os.path.join(cwd, "config.json")
     if not os.path.isfile(config_path):
@@ -1121,7 +1122,15 @@ def load_agent(cwd: str) -> AgentBase:
     if not os.path.isfile(actor_path):
         raise FileNotFoundError(f"{cwd!r} has no actor.pth: the run stopped before its first evaluation finished. "
                                 f"Its last state is in agent.pth (resume it with Arguments(cwd=..., if_resume=True))")
-    agent = list_agents()[config["agent"].removeprefix("Agent")](**config.get("agent_settings", {}))
+    name = str(config["agent"])
+    if agent_class is None:
+        agent_class = list_agents().get(name.removeprefix("Agent"))
+        if agent_class is None:
+            raise ValueError(f"the run in {cwd!r} trained {name}, which is not one of elegantrl's agents (a class of your own?); "
+                             f"pass the class: load_agent(cwd, agent_class={name})")
+    elif not (isinstance(agent_class, type) and issubclass(agent_class, AgentBase)) or agent_class.__name__ != name:
+        raise ValueError(f"the run in {cwd!r} trained {name}; load_agent's agent_class must be that class, got {agent_class!r}")
+    agent = agent_class(**config.get("agent_settings", {}))
     agent.init(config["net_dim"], config["state_dim"], config["action_dim"])
     agent.actor.load_state_dict(load_torch_file(actor_path, agent.device))
     return agent

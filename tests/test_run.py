@@ -657,3 +657,26 @@ def test_scale_learning_rates_scales_the_rates_of_the_first_call_not_the_last():
 def test_cli_messages_name_flags_and_agents_as_the_command_line_takes_them():
     assert elegantrl.run.in_flags("resume it with Arguments(cwd=..., if_resume=True)") == "resume it with --cwd ... --resume"
     assert elegantrl.run.in_flags("use one of: AgentSAC, AgentD3QN") == "use one of: SAC, D3QN"
+
+
+class AgentDQNOfMine(AgentDQN):
+    """A user's own agent: elegantrl's DQN under another name, as the README invites."""
+
+
+def test_load_agent_rebuilds_a_users_own_agent_class_when_given_it(tmp_path):
+    cwd = str(tmp_path / "run")
+    trained = train_and_evaluate(Arguments(agent=AgentDQNOfMine(), env="CartPole-v1", cwd=cwd, **TINY))
+    with pytest.raises(ValueError, match="trained AgentDQNOfMine, which is not one of elegantrl's agents.*agent_class=AgentDQNOfMine"):
+        elegantrl.run.load_agent(cwd)
+    with pytest.raises(ValueError, match="agent_class must be that class"):
+        elegantrl.run.load_agent(cwd, agent_class=AgentDQN)
+    loaded = elegantrl.run.load_agent(cwd, agent_class=AgentDQNOfMine)
+    states = np.random.default_rng(0).normal(size=(8, 4)).astype(np.float32)
+    assert type(loaded) is AgentDQNOfMine and np.array_equal(loaded.act(states), trained.act(states))
+
+
+def test_an_agent_before_init_says_to_call_init_or_load_agent(tmp_path):
+    agent = AgentD3QN()
+    for use in (lambda: agent.act(np.zeros(4, np.float32)), lambda: agent.save_or_load_agent(str(tmp_path), if_save=False)):
+        with pytest.raises(RuntimeError, match=r"AgentD3QN.init\(net_dim, state_dim, action_dim\).*load_agent\(cwd\)"):
+            use()
