@@ -743,7 +743,20 @@ def load_for_resume(agent: AgentBase, args: Arguments) -> None:
     """
     optimizers = agent.optimizers()
     learning_rates = [[group["lr"] for group in optimizer.param_groups] for optimizer in optimizers]
-    agent.save_or_load_agent(args.cwd, if_save=False)
+    try:
+        agent.save_or_load_agent(args.cwd, if_save=False)
+    except (RuntimeError, KeyError) as error:  # torch's size mismatch, or a part this agent has and the run's had not
+        saved = read_config(args.cwd).get("agent_settings", {})
+        now = {**getattr(agent, "tuned_settings", {}), **(agent.given_settings or {})}
+        differ = [f"{name}={now[name]!r} now, {saved[name]!r} in the run" if name in now and name in saved else
+                  f"{name}={saved[name]!r} in the run, the default now" if name in saved else f"{name}={now[name]!r} now, the default in the run"
+                  for name in sorted(set(saved) | set(now)) if saved.get(name, ...) != now.get(name, ...)]
+        if not differ:
+            raise
+        name = type(agent).__name__
+        raise ValueError(f"{args.cwd}/agent.pth does not fit {name} as made now, whose settings differ from the run's: "
+                         f"{'; '.join(differ)}. Resume with the run's settings, {name}(**{saved!r}), or start a new run "
+                         f"in another cwd") from error
     for optimizer, rates in zip(optimizers, learning_rates):  # loading brought back the saved run's rates
         for group, rate in zip(optimizer.param_groups, rates):
             group["lr"] = rate
@@ -1244,7 +1257,9 @@ def main(argv: list[str] | None = None) -> int:
             if options["if_async_workers"]:
                 raise ValueError("--async-workers needs --rollout-num N: it is a setting of the worker processes")
             del options["rollout_num"]
-        args = Arguments(agent=agent_class(), env=env_id, **options)
+        saved = read_config(options["cwd"]) if options["if_resume"] and options["cwd"] else {}
+        settings = saved.get("agent_settings", {}) if saved.get("agent") == agent_class.__name__ else {}
+        args = Arguments(agent=agent_class(**settings), env=env_id, **options)  # a resumed run keeps its agent's settings
         (train_and_evaluate_mp if if_multiprocess else train_and_evaluate)(args)
     except (ValueError, TypeError, ImportError, FileExistsError, FileNotFoundError, FloatingPointError) as error:
         print(f"error: {in_flags(str(error))}", file=sys.stderr)

@@ -15,7 +15,7 @@ import time
 import pytest
 import torch
 
-from elegantrl.agent import AgentD3QN
+from elegantrl.agent import AgentD3QN, AgentQRDQN
 from elegantrl.run import Arguments, train_and_evaluate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -222,6 +222,21 @@ def test_ctrl_c_during_the_warm_up_counts_the_steps_taken(tmp_path):
 
 
 # ---- resume keeps to its task; break_step is the budget; one seed, one curve ---------------------
+@pytest.mark.timeout(180)
+def test_resume_keeps_the_agent_settings_that_shape_its_networks(tmp_path):
+    fields = dict(env="CartPole-v1", cwd=str(tmp_path / "run"), net_dim=16, batch_size=32, target_step=32, warmup_steps=64,
+                  eval_gap=128, eval_times1=2, eval_times2=1, if_print=False)
+    train_and_evaluate(Arguments(agent=AgentQRDQN(num_quantiles=8), break_step=256, **fields))
+    with pytest.raises(ValueError, match=r"settings differ from the run's: num_quantiles=8 in the run, the default now.*"
+                                         r"AgentQRDQN\(\*\*\{'num_quantiles': 8\}\)"):
+        train_and_evaluate(Arguments(agent=AgentQRDQN(), if_resume=True, break_step=512, **fields))
+    # the command line cannot pass agent settings: a resume there takes the run's own from config.json
+    result = cli("--agent", "QRDQN", "--cwd", "run", "--resume", "--break-step", "512", "--warmup-steps", "64", "--eval-gap", "128",
+                 *TINY, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert torch.load(tmp_path / "run" / "agent.pth", weights_only=True)["total_steps"] == 512
+
+
 @pytest.mark.timeout(180)
 def test_resume_with_another_env_or_agent_is_refused_and_the_config_kept(tmp_path):
     run = tmp_path / "run"
