@@ -132,7 +132,7 @@ class PreprocessEnv(gym.Env):
             return gym.spaces.Box(low, high, (dim,), np.float32), dim, None
         raise TypeError(
             f"env {self.env_name!r} has observation space {space}; elegantrl needs a Box, Discrete or "
-            f"MultiBinary observation space. Flatten a Dict or Tuple space with "
+            f"MultiBinary observation space. Flatten a Dict, Tuple or MultiDiscrete space with "
             f"gymnasium.wrappers.FlattenObservation first."
         )
 
@@ -399,7 +399,7 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
     obs_space, action_space = raw.observation_space, raw.action_space
     if not (_is_box(obs_space) or _is_discrete(obs_space) or _is_multi_binary(obs_space)):
         problems.append(f"observation_space is {obs_space!r}; use a Box, Discrete or MultiBinary space "
-                        f"(flatten a Dict or Tuple space with gymnasium.wrappers.FlattenObservation)")
+                        f"(flatten a Dict, Tuple or MultiDiscrete space with gymnasium.wrappers.FlattenObservation)")
     if not ((_is_box(action_space) and len(action_space.shape) == 1 and action_space.shape[0] > 0) or _is_discrete(action_space)):
         problems.append(f"action_space is {action_space!r}; use a one-dimensional Box of one or more actions, or a Discrete space")
     if _is_box(obs_space) and not int(np.prod(obs_space.shape)):

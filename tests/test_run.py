@@ -48,6 +48,7 @@ def test_agent_class_is_accepted_and_defaults_are_filled(tmp_path):
         (dict(env="CartPole-v9"), ValueError, "CartPole-v1"),
         (dict(net_dim="64"), TypeError, "net_dim must be int"),
         (dict(net_dim=64.0), TypeError, "net_dim must be int"),
+        (dict(break_step=1e4), TypeError, "break_step must be int, got 10000.0 \\(float\\); write 10_000"),
         (dict(if_allow_break=1), TypeError, "if_allow_break must be bool"),
         (dict(batch_size=0), ValueError, "batch_size must be positive"),
         (dict(learning_rate=-1e-3), ValueError, "learning_rate must be positive"),
