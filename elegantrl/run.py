@@ -263,7 +263,8 @@ class Arguments:
                 continue
             kinds = (int, float) if expected is float else (expected,)
             if isinstance(value, bool) != (expected is bool) or not isinstance(value, kinds):
-                whole = f"; write {int(value):_d}, since {value!r} is a float" if expected is int and isinstance(value, float) and value.is_integer() else ""
+                is_whole = expected is int and isinstance(value, float) and value.is_integer()
+                whole = f"; write {int(value):_d}, since {value!r} is a float" if is_whole else ""
                 raise TypeError(f"Arguments.{spec.name} must be {expected.__name__}, got {value!r} ({type(value).__name__}){whole}")
             if expected is float and not (math.isfinite(value) or spec.name == "target_return" and not math.isnan(value)):
                 raise ValueError(f"Arguments.{spec.name} must be a {'number' if spec.name == 'target_return' else 'finite number'}, got {value!r}")
