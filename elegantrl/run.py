@@ -750,8 +750,11 @@ def load_for_resume(agent: AgentBase, args: Arguments) -> None:
     except (RuntimeError, KeyError) as error:  # torch's size mismatch, or a part this agent has and the run's had not
         saved = read_config(args.cwd).get("agent_settings", {})
         now = {**getattr(agent, "tuned_settings", {}), **(agent.given_settings or {})}
-        differ = [f"{name}={now[name]!r} now, {saved[name]!r} in the run" if name in now and name in saved else
-                  f"{name}={saved[name]!r} in the run, the default now" if name in saved else f"{name}={now[name]!r} now, the default in the run"
+
+        def shown(settings: dict[str, Any], name: str) -> str:
+            return repr(settings[name]) if name in settings else "the default"
+
+        differ = [f"{name} is {shown(now, name)} now, {shown(saved, name)} in the run"
                   for name in sorted(set(saved) | set(now)) if saved.get(name, ...) != now.get(name, ...)]
         if not differ:
             raise
@@ -1259,7 +1262,7 @@ def main(argv: list[str] | None = None) -> int:
             if options["if_async_workers"]:
                 raise ValueError("--async-workers needs --rollout-num N: it is a setting of the worker processes")
             del options["rollout_num"]
-        saved = read_config(options["cwd"]) if options["if_resume"] and options["cwd"] else {}
+        saved = read_config(os.path.expanduser(options["cwd"])) if options["if_resume"] and options["cwd"] else {}
         settings = saved.get("agent_settings", {}) if saved.get("agent") == agent_class.__name__ else {}
         args = Arguments(agent=agent_class(**settings), env=env_id, **options)  # a resumed run keeps its agent's settings
         (train_and_evaluate_mp if if_multiprocess else train_and_evaluate)(args)

@@ -227,7 +227,7 @@ def test_resume_keeps_the_agent_settings_that_shape_its_networks(tmp_path):
     fields = dict(env="CartPole-v1", cwd=str(tmp_path / "run"), net_dim=16, batch_size=32, target_step=32, warmup_steps=64,
                   eval_gap=128, eval_times1=2, eval_times2=1, if_print=False)
     train_and_evaluate(Arguments(agent=AgentQRDQN(num_quantiles=8), break_step=256, **fields))
-    with pytest.raises(ValueError, match=r"settings differ from the run's: num_quantiles=8 in the run, the default now.*"
+    with pytest.raises(ValueError, match=r"settings differ from the run's: num_quantiles is the default now, 8 in the run.*"
                                          r"AgentQRDQN\(\*\*\{'num_quantiles': 8\}\)"):
         train_and_evaluate(Arguments(agent=AgentQRDQN(), if_resume=True, break_step=512, **fields))
     # the command line cannot pass agent settings: a resume there takes the run's own from config.json
