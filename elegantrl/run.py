@@ -304,8 +304,7 @@ class Arguments:
             self._claim_new_folder()
             return
         if self.cwd is None:
-            agent_name = type(self.agent).__name__.removeprefix("Agent")
-            self.cwd = os.path.join("runs", f"{self.env.env_name}_{agent_name}_{self.random_seed}")
+            self.cwd = self._default_cwd()
         check_folder_writable(self.cwd)
         if os.path.isdir(self.cwd) and os.listdir(self.cwd):
             if self.if_remove:
@@ -327,13 +326,16 @@ class Arguments:
         An existing folder is never taken, even an empty one: it may be another run's, started at the
         same moment and not yet written to, and two runs in one folder overwrite each other's files.
         """
-        agent_name = type(self.agent).__name__.removeprefix("Agent")
-        base = os.path.join("runs", f"{self.env.env_name}_{agent_name}_{self.random_seed}")
+        base = self._default_cwd()
         check_folder_writable(base)
         for suffix in itertools.count(1):
             self.cwd = base if suffix == 1 else f"{base}-{suffix}"
             if not os.path.lexists(self.cwd) and self._make_folder(self.cwd, if_new=True):
                 return
+
+    def _default_cwd(self) -> str:
+        agent_name = type(self.agent).__name__.removeprefix("Agent")
+        return os.path.join("runs", f"{self.env.env_name}_{agent_name}_{self.random_seed}")
 
     def _make_folder(self, cwd: str, if_new: bool) -> bool:
         """Makes `cwd` and the folders above it (remembered for `discard_new_folder`); with `if_new`, through one
