@@ -16,6 +16,9 @@ that keep what they learn, not only those that get there first.
         --eval-gap 10000 --seeds 100 101 102 --jobs 2 \\
         --candidate defaults '{}' --candidate wide '{"net_dim": 256, "gamma": 0.995}'
 
+A change to the code, not to a setting, is swept as an agent class of `benchmarks/variants.py`
+(``--agent AgentPPOLayerStart``), so that its report, too, comes from a clean commit.
+
 The seeds 0-4 that the benchmark reports are refused here, so that no setting is chosen on them.
 """
 
@@ -46,13 +49,13 @@ def train(agent: str, env_id: str, fields: dict[str, Any], agent_kwargs: dict[st
     """One training run, in this process: the benchmark's elegantrl job, stopping at `hold` times the first hit's env step."""
     import torch
 
-    from elegantrl import agent as agent_module
+    from benchmarks.variants import agent_class
     from elegantrl.run import Arguments, train_and_evaluate
 
     torch.set_num_threads(1)
     protocol = dict(random_seed=seed, cwd=folder, if_remove=True, device="cpu", num_threads=1, if_print=False, eval_times1=10,
                     eval_times2=0, eval_gap=eval_gap, break_step=budget, target_return=target, target_hold=hold)
-    args = Arguments(agent=getattr(agent_module, agent)(**agent_kwargs), env=env_id, **protocol, **fields)
+    args = Arguments(agent=agent_class(agent)(**agent_kwargs), env=env_id, **protocol, **fields)
     train_and_evaluate(args)
 
 
@@ -113,7 +116,7 @@ def report(options: argparse.Namespace, candidates: dict[str, dict[str, Any]], r
 def main() -> int:
     """The command line (see the module docstring)."""
     parser = argparse.ArgumentParser(description="Sweep candidate settings of one elegantrl agent on one env, on tuning seeds.")
-    parser.add_argument("--agent", help="an elegantrl.agent class name, e.g. AgentQRDQN")
+    parser.add_argument("--agent", help="an elegantrl.agent class name, e.g. AgentQRDQN, or one from benchmarks/variants.py")
     parser.add_argument("--env", help="a Gymnasium env id")
     parser.add_argument("--target", type=float, help="the target return")
     parser.add_argument("--budget", type=int, help="env steps per run")
@@ -141,6 +144,12 @@ def main() -> int:
     if not (math.isfinite(options.hold) and options.hold >= 1):
         parser.error(f"--hold is a multiple of the first hit's env step, a finite number of 1 or more (got {options.hold})")
     import benchmarks.runner  # noqa: F401  (needs SB3: fail here, not after the first run; a --job subprocess does without it)
+    from benchmarks.variants import agent_class
+
+    try:
+        agent_class(options.agent)
+    except ValueError as error:
+        parser.error(str(error))
     if any(seed in REPORTED_SEEDS for seed in options.seeds):
         parser.error(f"tune on seeds 100 and up; seeds below 100 are kept for the reported benchmark (got {options.seeds})")
     candidates = {name: json.loads(text) for name, text in options.candidate}

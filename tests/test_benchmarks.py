@@ -157,3 +157,31 @@ def test_a_matched_dqn_target_is_as_stale_on_average_as_sb3s(interval, train_fre
 def test_a_dqn_target_schedule_that_matched_rows_do_not_model_is_refused(interval, train_freq, tau):
     with pytest.raises(ValueError, match="matched rows model SB3's DQN target as a copy"):
         dqn_matched_tau(dict(target_update_interval=interval, train_freq=train_freq, gradient_steps=-1, tau=tau))
+
+
+def test_the_sweep_variants_change_only_how_the_policy_starts():
+    """benchmarks/variants.py: each variant is its base with one difference, so a sweep of it measures that difference."""
+    import torch
+
+    from benchmarks.variants import AgentDiscretePPOUniformStart, AgentPPOLayerStart, agent_class
+    from elegantrl.tuned import tuned_entry
+
+    torch.manual_seed(0)
+    current = agent_module.AgentPPO.ClassAct(32, 8, 2)
+    torch.manual_seed(0)
+    earlier = AgentPPOLayerStart.ClassAct(32, 8, 2)
+    # the same layers from the same random stream; the current start scales the mean layer by 0.01 and zeroes its bias
+    last = f"{len(earlier.net) - 1}."
+    for name, param in earlier.net.named_parameters():
+        expected = current.net.state_dict()[name] * (100 if name == last + "weight" else 1)
+        if name != last + "bias":
+            assert torch.allclose(param, expected, atol=1e-5), name
+    assert earlier.net[-1].bias.abs().sum() > 0 and current.net[-1].bias.abs().sum() == 0
+    assert torch.allclose(earlier.log_std.exp(), torch.full((2,), 0.6065), atol=1e-4) and current.log_std.exp().eq(1).all()
+
+    uniform = AgentDiscretePPOUniformStart.ClassAct(32, 4, 3)(torch.randn(64, 4)).softmax(dim=1)
+    assert torch.allclose(uniform, torch.full_like(uniform, 1 / 3), atol=0.01)
+    assert tuned_entry(AgentPPOLayerStart(), "LunarLanderContinuous-v3") == tuned_entry(agent_module.AgentPPO(), "LunarLanderContinuous-v3")
+    assert agent_class("AgentSAC") is agent_module.AgentSAC and agent_class("AgentPPOLayerStart") is AgentPPOLayerStart
+    with pytest.raises(ValueError, match="AgentPPOLayerStart"):
+        agent_class("AgentPPOOldStart")
