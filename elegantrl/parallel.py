@@ -514,6 +514,7 @@ def train_multiprocess(args: Arguments) -> AgentBase:
                     save_run(args, args.agent, learner.clock, if_failed=not finished)
             elif is_main:  # a failed start: no run to keep
                 args.discard_new_folder()
+            args.release_folder()
             stop_learner_ranks(ranks, group, rank_grace)
             args.agent.learner_group = None  # the group is gone: the returned agent learns alone
     return load_best_actor(args, args.agent, learner.clock.best_return) if is_main else args.agent

@@ -24,6 +24,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+try:
+    import fcntl
+except ImportError:  # Windows: runs go without a folder lock (see FolderLock)
+    fcntl = None
+
 import numpy as np
 import torch
 
@@ -42,6 +47,52 @@ CURVE_SECONDS = 30.0  # learning_curve.png is redrawn at an evaluation at most t
 def _arg(default: Any, help: str, type: type | None = None, cli: bool = True) -> Any:
     """A dataclass field whose help text is shown by ``--help``."""
     return field(default=default, metadata={"help": help, "type": type, "cli": cli})
+
+
+class FolderLock:
+    """A run's hold on its folder: an exclusive ``flock`` on the folder itself, so a second run, a resume
+    or an ``if_remove`` of the same folder is refused while this run writes there. Nothing is written to
+    the folder, and the system drops the lock when the process ends, however it ends (SIGKILL included),
+    so a killed run leaves no stale lock. Where the file system has no such locks (Windows, some network
+    file systems) a run goes on without one. A copy (pickled into another process) holds nothing."""
+
+    def __init__(self, path: str, fd: int | None):
+        self.path, self.fd = path, fd
+
+    @property
+    def is_held(self) -> bool:
+        """Whether this object holds the lock (a released one, or a copy, does not)."""
+        return self.fd is not None
+
+    @classmethod
+    def acquire(cls, path: str, shown: str) -> FolderLock:
+        """Locks the folder at `path` (`shown`: the name for the message); FileExistsError if a run holds it."""
+        if fcntl is None:
+            return cls(path, None)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise FileExistsError(f"Arguments.cwd {shown!r} is in use by another elegantrl run (in another process, or an "
+                                  f"Arguments in this one that prepared it and is still alive); two runs in one folder "
+                                  f"would overwrite each other's files. Wait for that run to end, or choose another cwd") from None
+        except OSError:  # no locks on this file system
+            os.close(fd)
+            return cls(path, None)
+        return cls(path, fd)
+
+    def release(self) -> None:
+        """Drops the lock; a second call does nothing."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __del__(self) -> None:  # an Arguments dropped without training (init_before_training alone) lets go of its folder
+        self.release()
+
+    def __reduce__(self) -> tuple[type, tuple[str, None]]:
+        return FolderLock, (self.path, None)  # an fd means nothing in another process, and closing it there would close another file
 
 
 @dataclass
@@ -104,6 +155,7 @@ class Arguments:
     max_step: int | None = _arg(None, "a time limit: episodes are truncated (not terminated) after this many env steps; "
                                       "by default the env's own, else 1000", int)
     _made_folders: list[str] = field(default_factory=list, init=False, repr=False, compare=False)  # by prepare_cwd
+    _folder_lock: FolderLock | None = field(default=None, init=False, repr=False, compare=False)  # by prepare_cwd
     tuned_settings: tuple[str, dict[str, Any]] | None = field(default=None, init=False, repr=False, compare=False)  # by check
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -295,18 +347,32 @@ class Arguments:
             raise ValueError(f"Arguments.batch_size ({self.batch_size}) exceeds max_memo ({self.max_memo}); lower batch_size or raise max_memo")
 
     def prepare_cwd(self) -> None:
-        """Chooses and creates the run folder, or checks that the run to resume is there. With
-        `if_remove`, removes only the files of an earlier elegantrl run, and refuses anything else."""
-        if self.if_resume:
-            self._check_resumable()
-            return
-        if self.cwd is None and not self.if_remove:
-            self._claim_new_folder()
-            return
+        """Chooses and creates the run folder, or checks that the run to resume is there, and locks it
+        (`FolderLock`) until the run ends. With `if_remove`, removes only the files of an earlier
+        elegantrl run, and refuses anything else, or a folder another run is using."""
+        try:
+            if self.if_resume:
+                self._check_resumable()
+                self._lock_folder()
+            elif self.cwd is None and not self.if_remove:
+                self._claim_new_folder()
+                self._lock_folder()
+            else:
+                self._prepare_given_folder()
+        except BaseException:
+            self.release_folder()
+            raise
+
+    def _prepare_given_folder(self) -> None:
         if self.cwd is None:
             self.cwd = self._default_cwd()
         check_folder_writable(self.cwd)
-        if os.path.isdir(self.cwd) and os.listdir(self.cwd):
+        if not self._make_folder(self.cwd, if_new=not os.path.lexists(self.cwd)):
+            raise FileExistsError(f"Arguments.cwd {self.cwd!r} was made by another process while this run was starting (a "
+                                  f"second run with the same cwd?); two runs in one folder would overwrite each other's "
+                                  f"files. Give each run its own cwd")
+        self._lock_folder()  # before looking inside: a run that starts there now is refused, not overwritten
+        if os.listdir(self.cwd):
             if self.if_remove:
                 remove_run(self.cwd)
             elif is_run_folder(self.cwd):
@@ -315,10 +381,19 @@ class Arguments:
             else:
                 raise FileExistsError(f"Arguments.cwd {self.cwd!r} is not empty and holds no run marked as elegantrl's (it holds "
                                       f"{listing(os.listdir(self.cwd))}); choose a new or empty folder")
-        if not self._make_folder(self.cwd, if_new=not os.path.lexists(self.cwd)):
-            raise FileExistsError(f"Arguments.cwd {self.cwd!r} was made by another process while this run was starting (a "
-                                  f"second run with the same cwd?); two runs in one folder would overwrite each other's "
-                                  f"files. Give each run its own cwd")
+
+    def _lock_folder(self) -> None:
+        path = os.path.realpath(self.cwd)
+        if self._folder_lock is not None and self._folder_lock.path == path and self._folder_lock.is_held:
+            return  # init_before_training, then train_and_evaluate: one run
+        self.release_folder()
+        self._folder_lock = FolderLock.acquire(path, self.cwd)
+
+    def release_folder(self) -> None:
+        """Ends this run's hold on its folder (`FolderLock`); the run's end does it, and so does the end of the process."""
+        if self._folder_lock is not None:
+            self._folder_lock.release()
+            self._folder_lock = None
 
     def _claim_new_folder(self) -> None:
         """Sets `cwd` to the first of runs/<env>_<agent>_<seed>, -2, -3, ... that this run creates itself.
@@ -356,11 +431,13 @@ class Arguments:
         return True
 
     def discard_new_folder(self) -> None:
-        """Undoes `prepare_cwd` after a failed start: removes the folders it made, if they are still empty."""
+        """Undoes `prepare_cwd` after a failed start: removes the folders it made, if they are still empty,
+        and releases the folder."""
         for path in reversed(self._made_folders):
             with contextlib.suppress(OSError):  # not empty, or gone: leave it
                 os.rmdir(path)
         self._made_folders = []
+        self.release_folder()
 
     def _check_resumable(self) -> None:
         if self.if_remove:
@@ -1098,6 +1175,7 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
                 close_vector_env(explore_env)
             if evaluator is not None:
                 save_run(args, agent, evaluator, if_failed=not finished)
+            args.release_folder()
             leave_learners(group)
             agent.learner_group = None  # the group is gone: the returned agent learns alone
     return load_best_actor(args, agent, evaluator.best_return) if evaluator is not None else agent

@@ -159,6 +159,7 @@ def test_an_env_that_raises_in_a_worker_ends_the_run_with_its_message(tmp_path):
     with pytest.raises(WorkerError, match=r"worker \d failed(.|\n)*the simulator exploded"):
         train_and_evaluate_mp(args)
     assert time.monotonic() - start < 60
+    Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path), if_remove=True).init_before_training()  # a failed run let go of it too
 
 
 @pytest.mark.timeout(90)
@@ -288,7 +289,8 @@ def test_a_slow_evaluation_env_does_not_hold_the_learner_back(tmp_path):
 @pytest.mark.timeout(180)
 def test_a_resumed_multiprocess_run_continues_its_steps_and_record(tmp_path):
     fields = dict(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path), if_allow_break=False, random_seed=0, **TINY)
-    train_and_evaluate_mp(Arguments(**fields, break_step=2_048))
+    first_run = Arguments(**fields, break_step=2_048)
+    train_and_evaluate_mp(first_run)  # first_run stays alive: a run that ended lets go of its folder itself
     first = read_record(str(tmp_path))
     resumed = train_and_evaluate_mp(Arguments(**{**fields, "agent": AgentD3QN()}, break_step=4_096, if_resume=True))
     rows = read_record(str(tmp_path))

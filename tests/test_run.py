@@ -147,6 +147,46 @@ def test_runs_started_at_once_never_share_a_default_run_folder(tmp_path, monkeyp
     assert sorted(folders)[1:] == [os.path.join("runs", f"CartPole-v1_DQN_3-{i}") for i in range(2, 6)]
 
 
+def test_two_runs_never_share_a_folder_they_name_themselves(tmp_path):
+    # Both see the same empty folder; without a lock both would write the same files
+    cwd = tmp_path / "shared"
+    cwd.mkdir()
+    first = Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(cwd))
+    first.init_before_training()
+    for second in (dict(), dict(if_remove=True)):
+        with pytest.raises(FileExistsError, match="in use by another elegantrl run"):
+            Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(cwd), **second).init_before_training()
+    first.init_before_training()  # the same Arguments again (then train_and_evaluate): the same run, still its folder
+    del first  # an Arguments that never trains lets go of its folder when it goes
+    run = Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(cwd), break_step=128, warmup_steps=64, eval_times1=1, eval_times2=0)
+    train_and_evaluate(run)
+    Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(cwd), if_resume=True, break_step=256).init_before_training()  # run ended: free
+
+
+@pytest.mark.timeout(120)
+def test_a_live_run_keeps_its_folder_and_a_killed_one_lets_go(tmp_path):
+    cwd = tmp_path / "run"
+    script = (f"from elegantrl.agent import AgentDQN\nfrom elegantrl.run import Arguments, train_and_evaluate\n"
+              f"train_and_evaluate(Arguments(agent=AgentDQN(), env='CartPole-v1', cwd={str(cwd)!r}, break_step=10**9, "
+              f"eval_gap=64, warmup_steps=64, eval_times1=1, eval_times2=0, if_allow_break=False, net_dim=16))\n")
+    run = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 90
+        while not (cwd / "recorder.csv").exists():  # written at its first evaluation
+            assert run.poll() is None and time.monotonic() < deadline, run.stderr.read().decode()[-2000:] if run.poll() else "no evaluation"
+            time.sleep(0.2)
+        for other in (dict(if_remove=True), dict(if_resume=True)):
+            with pytest.raises(FileExistsError, match="in use by another elegantrl run"):
+                Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(cwd), net_dim=16, **other).init_before_training()
+        assert (cwd / "config.json").exists() and (cwd / "recorder.csv").exists()  # if_remove deleted nothing
+    finally:
+        run.kill()
+        run.wait(timeout=30)
+    # SIGKILL ran no cleanup, and yet the folder is free: the system drops the lock with the process
+    Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(cwd), if_remove=True).init_before_training()
+    assert os.listdir(cwd) == []
+
+
 def test_train_and_evaluate_writes_the_run_folder(tmp_path):
     args = Arguments(agent=AgentD3QN(), env=PreprocessEnv(gym.make("CartPole-v1")), cwd=str(tmp_path / "run"), **TINY)
     agent = train_and_evaluate(args)
