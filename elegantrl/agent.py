@@ -1151,7 +1151,8 @@ class AgentMCTS(AgentBase):
         self.search_log.append((policy, tree.root_value()))
         if self.temperature == 0:
             return policy.argmax(dim=1)
-        return torch.multinomial(policy ** (1.0 / self.temperature), 1).squeeze(1)
+        # visits^(1/T) through the log: for a small T the power itself underflows to 0 for every action
+        return torch.multinomial((policy.clamp_min(1e-30).log() / self.temperature).softmax(dim=1), 1).squeeze(1)
 
     def explore_env(self, env: Any, horizon: int, if_random: bool = False) -> SearchTransitions:
         """`AgentBase.explore_env` with the search's findings: a `SearchTransitions` of shape ``(horizon, num_envs, ...)``.
@@ -1173,8 +1174,17 @@ class AgentMCTS(AgentBase):
         return SearchTransitions(*rollout, policy, root_value / self.reward_scale, final_value / self.reward_scale)
 
     def update_net(self, buffer: EpisodeBuffer, new_steps: int) -> dict[str, float]:
-        """Gradient steps on sampled unrolls, each transition used ``repeat_times`` times on average (`earn_updates`)."""
-        return run_and_average(self.update_step(buffer) for _ in range(self.earn_updates(new_steps)))
+        """Gradient steps on sampled unrolls, each transition used ``repeat_times`` times on average (`earn_updates`).
+
+        None until an episode has ended: the buffer keeps whole episodes, and an env's first ones may outlast
+        the warm-up (Acrobot's random episodes run to their 500-step limit)."""
+        update_times = self.earn_updates(new_steps)
+        ready = torch.tensor([float(len(buffer) > 0)], device=self.device)
+        if self.learner_group is not None:  # every rank takes the same steps, or the gradient averaging waits forever
+            ready = self.learner_group.mean(ready)
+        if ready.item() < 1.0:
+            return {}
+        return run_and_average(self.update_step(buffer) for _ in range(update_times))
 
     def update_step(self, buffer: EpisodeBuffer) -> dict[str, torch.Tensor]:
         """One gradient step of the model on a batch of unrolls."""

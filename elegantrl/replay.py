@@ -15,10 +15,45 @@ each step. It stores whole episodes (`EpisodeBuffer`) and learns from `Unroll` b
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import torch
+
+
+def free_memory(device: torch.device) -> int | None:
+    """Bytes that `device` can still give (the CPU's MemAvailable, a GPU's free memory); None where unknown."""
+    try:
+        if device.type == "cuda":
+            return torch.cuda.mem_get_info(device)[0]
+        if device.type == "cpu":
+            with open("/proc/meminfo") as file:
+                fields = dict(line.split(":", 1) for line in file)
+            return int(fields["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError, RuntimeError):
+        pass
+    return None
+
+
+def allocate_storage(name: str, max_memo: int, device: torch.device, shapes: dict[str, tuple[tuple[int, ...], torch.dtype]],
+                     make: Callable[..., torch.Tensor]) -> dict[str, torch.Tensor]:
+    """`make(max_memo, *shape, dtype=...)` for each of `shapes` ({field: (shape, dtype)}), after checking that they fit.
+
+    A buffer is allocated whole at the start, and pages it has not written yet cost nothing until the ring
+    reaches them: one bigger than the free memory fails only when it fills, hours in, or takes the machine
+    down with it. So it is refused here, with the setting to change.
+    """
+    per_transition = sum(torch.Size(shape).numel() * torch.empty(0, dtype=dtype).element_size() for shape, dtype in shapes.values())
+    needed, free = max_memo * per_transition, free_memory(device)
+    advice = (f"lower Arguments.max_memo (a run of n env steps stores no more than n transitions)"
+              f"{f'; about {int(free * 0.8) // per_transition:,d} would fit' if free else ''}")
+    if free is not None and needed > free:
+        raise MemoryError(f"{name}(max_memo={max_memo:,d}) needs {needed / 2**30:.1f} GiB ({per_transition:,d} bytes a transition) "
+                          f"on {device}, which has {free / 2**30:.1f} GiB free: {advice}")
+    try:
+        return {field: make(max_memo, *shape, dtype=dtype) for field, (shape, dtype) in shapes.items()}
+    except RuntimeError as error:  # torch's allocator, CPU or CUDA
+        raise MemoryError(f"{name}(max_memo={max_memo:,d}) could not be allocated on {device} ({needed / 2**30:.1f} GiB): {advice}") from error
 
 
 class Transitions(NamedTuple):
@@ -62,15 +97,11 @@ class ReplayBuffer:
         self.device = torch.device(device)
         self.if_discrete = if_discrete
 
-        def empty(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-            return torch.empty((self.max_memo, *shape), dtype=dtype, device=self.device)
-
-        self.state = empty(state_dim)
-        self.action = empty(1, dtype=torch.int64) if if_discrete else empty(action_dim)
-        self.reward = empty()
-        self.terminated = empty(dtype=torch.bool)
-        self.truncated = empty(dtype=torch.bool)
-        self.next_state = empty(state_dim)
+        floats, flags = torch.float32, torch.bool
+        shapes = dict(state=((state_dim,), floats), action=((1,), torch.int64) if if_discrete else ((action_dim,), floats),
+                      reward=((), floats), terminated=((), flags), truncated=((), flags), next_state=((state_dim,), floats))
+        vars(self).update(allocate_storage("ReplayBuffer", self.max_memo, self.device, shapes,  # self.state, self.action, ...
+                                           lambda *shape, dtype: torch.empty(shape, dtype=dtype, device=self.device)))
 
         self.pointer = 0  # where the next transition is written
         self.cur_size = 0  # how many transitions are stored
@@ -183,15 +214,13 @@ class EpisodeBuffer:
         self.priority_alpha, self.priority_beta = priority_alpha, priority_beta
         self.device, self.generator = torch.device(device), generator
 
-        def empty(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-            return torch.zeros((max_memo, *shape), dtype=dtype, device=self.device)
-
-        self.observation, self.action, self.reward = empty(state_dim), empty(dtype=torch.int64), empty()
-        self.policy, self.root_value, self.value_target = empty(action_dim), empty(), empty()
-        # per slot, of its episode: where it lies, and how the episode ended (end_value is z_T)
-        self.position, self.length = empty(dtype=torch.int64), empty(dtype=torch.int64)
-        self.end_value, self.terminated = empty(), empty(dtype=torch.bool)
-        self.priority = empty()
+        floats, counts = torch.float32, torch.int64
+        # per slot, of its episode: where it lies (position, length), and how the episode ended (end_value is z_T)
+        shapes = dict(observation=((state_dim,), floats), action=((), counts), reward=((), floats), policy=((action_dim,), floats),
+                      root_value=((), floats), value_target=((), floats), position=((), counts), length=((), counts),
+                      end_value=((), floats), terminated=((), torch.bool), priority=((), floats))
+        vars(self).update(allocate_storage("EpisodeBuffer", max_memo, self.device, shapes,  # self.observation, self.action, ...
+                                           lambda *shape, dtype: torch.zeros(shape, dtype=dtype, device=self.device)))
         self.episode_lengths: deque[int] = deque()  # the stored episodes, oldest first
         self.head = 0  # slot of the oldest stored position
         self.cur_size = 0  # stored positions (transitions)

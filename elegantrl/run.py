@@ -221,6 +221,10 @@ class Arguments:
         if isinstance(self.device, torch.device):  # what agent.init takes too; config.json and --device want its name
             self.device = str(self.device)
         self._check_values()
+        if isinstance(self.agent, AgentMCTS) and self.max_memo < self.env.max_step:
+            raise ValueError(f"Arguments.max_memo ({self.max_memo:,d}) is less than one episode may last (max_step "
+                             f"{self.env.max_step:,d}), and {type(self.agent).__name__} stores whole episodes: the first "
+                             f"that long would not fit. Raise max_memo to several episodes' worth, or lower max_step")
         if self.target_return is not None:
             self.env.target_return = float(self.target_return)
         self.target_return = self.env.target_return
@@ -1346,7 +1350,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = saved.get("agent_settings", {}) if saved.get("agent") == agent_class.__name__ else {}
         args = Arguments(agent=agent_class(**settings), env=env_id, **options)  # a resumed run keeps its agent's settings
         (train_and_evaluate_mp if if_multiprocess else train_and_evaluate)(args)
-    except (ValueError, TypeError, ImportError, FileExistsError, FileNotFoundError, FloatingPointError) as error:
+    except (ValueError, TypeError, ImportError, FileExistsError, FileNotFoundError, FloatingPointError, MemoryError) as error:
         print(f"error: {in_flags(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as stop:  # the trainer has saved and said where; the status tells a script how it ended

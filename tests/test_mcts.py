@@ -204,3 +204,33 @@ def test_train_and_evaluate_mp_refuses_muzero_before_making_anything(tmp_path):
     with pytest.raises(ValueError, match=r"AgentMuZero cannot train with train_and_evaluate_mp.*train_and_evaluate\(args\)"):
         train_and_evaluate_mp(args)
     assert not os.path.exists(args.cwd)
+
+
+def test_learning_waits_for_the_first_episode_to_end():
+    # the buffer keeps whole episodes: with none ended yet there is nothing to unroll, and that is no error
+    agent = muzero()
+    buffer = agent.make_buffer(1024)
+    assert agent.update_net(buffer, new_steps=512) == {}
+
+
+def test_a_run_whose_first_episodes_outlast_the_warm_up_trains(tmp_path):
+    # random Acrobot episodes run to their 500-step limit, long after 64 warm-up steps
+    args = Arguments(agent=AgentMuZero(), env="Acrobot-v1", cwd=str(tmp_path / "run"), warmup_steps=64, break_step=1200,
+                     eval_gap=1200, eval_times1=1, eval_times2=0, if_print=False, random_seed=0)
+    agent = train_and_evaluate(args)
+    assert agent.total_steps >= 1200
+
+
+@pytest.mark.parametrize("temperature", [0.01, 1e-4])
+def test_a_small_temperature_draws_the_most_visited_actions(temperature):
+    agent = muzero(temperature=temperature)
+    policy = agent.search(states(64), if_noise=False).root_policy()
+    action = agent.select_action(states(64))  # policy ** (1 / T) underflowed to all zeros here, and multinomial failed
+    assert action.shape == (64,) and ((action == 0) | (action == 1)).all()
+    assert (policy.gather(1, action[:, None]) >= policy.max(dim=1, keepdim=True).values - 1e-6).float().mean() > 0.9
+
+
+def test_a_buffer_smaller_than_one_episode_is_refused_at_the_start(tmp_path):
+    with pytest.raises(ValueError, match=r"max_memo \(300\) is less than one episode may last \(max_step 500\)"):
+        Arguments(agent=AgentMuZero(), env="CartPole-v1", max_memo=300, cwd=str(tmp_path / "run")).init_before_training()
+    assert not (tmp_path / "run").exists()

@@ -223,3 +223,11 @@ def test_bad_episodes_get_a_clear_error(change, message):
 def test_sample_from_empty_episode_buffer_says_what_to_do():
     with pytest.raises(RuntimeError, match="add_episode"):
         episode_buffer().sample_batch(2)
+
+
+@pytest.mark.parametrize("make", [lambda n: ReplayBuffer(n, 4, 2, if_discrete=False), lambda n: EpisodeBuffer(n, 4, 2)])
+def test_a_buffer_larger_than_the_free_memory_is_refused_before_it_is_allocated(make):
+    # allocated whole but written as the ring fills: too big, it would fail or take the machine down hours in
+    with pytest.raises(MemoryError, match=r"max_memo=1,099,511,627,776\) needs .* GiB.*lower Arguments.max_memo"):
+        make(2**40)
+    assert len(make(1024)) == 0
