@@ -892,7 +892,7 @@ def write_config(args: Arguments, group: LearnerGroup | None = None) -> None:
     if not args.if_resume:
         config = {RUN_MARKER: 1, "agent": agent_name, "env": env.env_name, "net_dim": args.net_dim, "state_dim": env.state_dim,
                   "action_dim": env.action_dim, "max_step": env.max_step, "random_seed": args.random_seed,
-                  "agent_settings": json_settings(args.agent),
+                  "agent_settings": json_settings(args.agent), "env_kwargs": json_env_kwargs(env),
                   **({"tuned_family": args.tuned_settings[0], "tuned_settings": args.tuned_settings[1]} if args.tuned_settings else {})}
         atomic_write(os.path.join(args.cwd, "config.json"), lambda temporary: _write_json(temporary, config))
     if args.if_print:
@@ -926,6 +926,13 @@ def json_settings(agent: AgentBase) -> dict[str, Any]:
         warnings.warn(f"config.json cannot hold {type(agent).__name__}'s settings {dropped}; load_agent will build the agent "
                       f"with their defaults, so pass them to it yourself", stacklevel=2)
     return {name: value for name, value in settings.items() if name not in dropped}
+
+
+def json_env_kwargs(env: PreprocessEnv) -> dict[str, Any] | None:
+    """The keyword arguments the env was made with (``gym.make(id, **kwargs)``, its spec's), for config.json, so that
+    a render makes that env again and not the registered default; None where JSON cannot hold one of them."""
+    kwargs = {name: value for name, value in (getattr(env.spec, "kwargs", None) or {}).items() if name != "render_mode"}
+    return kwargs if _is_json(kwargs) else None
 
 
 def _is_json(value: Any) -> bool:
@@ -1229,7 +1236,7 @@ def load_agent(cwd: str, agent_class: type[AgentBase] | None = None) -> AgentBas
         agent_class = list_agents().get(name.removeprefix("Agent"))
         if agent_class is None:
             raise ValueError(f"the run in {cwd!r} trained {name}, which is not one of elegantrl's agents (a class of your own?); "
-                             f"pass the class: load_agent(cwd, agent_class={name})")
+                             f"pass the class: load_agent(cwd, agent_class={name}), or get_video_to_watch_env_render(cwd, agent_class={name})")
     elif not (isinstance(agent_class, type) and issubclass(agent_class, AgentBase)) or agent_class.__name__ != name:
         raise ValueError(f"the run in {cwd!r} trained {name}; load_agent's agent_class must be that class, got {agent_class!r}")
     agent = agent_class(**config.get("agent_settings", {}))
@@ -1238,20 +1245,27 @@ def load_agent(cwd: str, agent_class: type[AgentBase] | None = None) -> AgentBas
     return agent
 
 
-def get_video_to_watch_env_render(cwd: str, episodes: int = 1, fps: int = 30, env: PreprocessEnv | None = None) -> str:
+def get_video_to_watch_env_render(cwd: str, episodes: int = 1, fps: int = 30, env: PreprocessEnv | None = None,
+                                  agent_class: type[AgentBase] | None = None) -> str:
     """Plays the best actor of run folder `cwd` and writes the frames to ``cwd/video.gif``; returns its path.
 
-    The env is made again from its id with ``render_mode="rgb_array"`` (no display needed);
-    pass `env` for an env that is not registered (it must render ``rgb_array`` frames).
+    The env is made again from its id and the keyword arguments it was made with, with
+    ``render_mode="rgb_array"`` (no display needed); pass `env` for an env that is not registered
+    (it must render ``rgb_array`` frames), and `agent_class` for a run of an agent class of your own.
     """
     from PIL import Image  # Pillow comes with matplotlib
 
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array frames need no window; SDL's would print an XDG warning
-    agent = load_agent(cwd)
+    agent = load_agent(cwd, agent_class)
     if env is None:
         config = read_config(cwd)
+        kwargs = config.get("env_kwargs", {})
+        if kwargs is None:
+            raise ValueError(f"the run in {cwd!r} made its env {config['env']!r} with settings config.json cannot hold, so it "
+                             f"cannot be made again from its id; pass it: get_video_to_watch_env_render(cwd, "
+                             f"env=PreprocessEnv(gym.make({config['env']!r}, ..., render_mode='rgb_array')))")
         try:
-            env = PreprocessEnv(config["env"], max_step=config.get("max_step"), render_mode="rgb_array")
+            env = PreprocessEnv(config["env"], max_step=config.get("max_step"), render_mode="rgb_array", **kwargs)
         except ValueError as error:  # not registered: a user's own env class
             raise ValueError(f"{error} To render an env that is not registered, pass it: "
                              f"get_video_to_watch_env_render(cwd, env=PreprocessEnv(MyEnv(render_mode='rgb_array')))") from error

@@ -418,6 +418,27 @@ def test_load_agent_and_video_of_a_run_folder(tmp_path):
     assert sum(durations) == (steps + 2) * 40
 
 
+def test_a_render_makes_the_env_the_run_had_and_takes_an_agent_class_of_your_own(tmp_path):
+    from elegantrl.run import get_video_to_watch_env_render, read_config
+
+    class AgentMyD3QN(AgentD3QN):
+        pass
+
+    # the continuous lander: the registered LunarLander-v3 with continuous=True, which the default would not accept
+    env = PreprocessEnv(gym.make("LunarLander-v3", continuous=True))
+    args = Arguments(agent=AgentSAC(), env=env, cwd=str(tmp_path / "lander"), break_step=128, warmup_steps=64, eval_times1=1,
+                     eval_times2=0, max_step=40, net_dim=16, if_print=False)
+    train_and_evaluate(args)
+    assert read_config(args.cwd)["env_kwargs"] == {**gym.spec("LunarLander-v3").kwargs, "continuous": True}
+    assert os.path.isfile(get_video_to_watch_env_render(args.cwd))
+
+    args = Arguments(agent=AgentMyD3QN(), env="CartPole-v1", cwd=str(tmp_path / "mine"), **TINY)
+    train_and_evaluate(args)
+    with pytest.raises(ValueError, match="get_video_to_watch_env_render\\(cwd, agent_class=AgentMyD3QN\\)"):
+        get_video_to_watch_env_render(args.cwd)
+    assert os.path.isfile(get_video_to_watch_env_render(args.cwd, agent_class=AgentMyD3QN))
+
+
 def test_cli_render_writes_the_video(tmp_path):
     args = Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(tmp_path / "run"), **TINY)
     train_and_evaluate(args)
