@@ -76,7 +76,8 @@ class FolderLock:
             os.close(fd)
             raise FileExistsError(f"Arguments.cwd {shown!r} is in use by another elegantrl run (in another process, or an "
                                   f"Arguments in this one that prepared it and is still alive); two runs in one folder "
-                                  f"would overwrite each other's files. Wait for that run to end, or choose another cwd") from None
+                                  f"would overwrite each other's files. Wait for that run to end, or choose another cwd "
+                                  f"(an Arguments of yours that holds it lets go with its release_folder())") from None
         except OSError:  # no locks on this file system
             os.close(fd)
             return cls(path, None)
@@ -156,6 +157,7 @@ class Arguments:
                                       "by default the env's own, else 1000", int)
     _made_folders: list[str] = field(default_factory=list, init=False, repr=False, compare=False)  # by prepare_cwd
     _folder_lock: FolderLock | None = field(default=None, init=False, repr=False, compare=False)  # by prepare_cwd
+    _chosen_cwd: str | None = field(default=None, init=False, repr=False, compare=False)  # the default folder prepare_cwd took
     tuned_settings: tuple[str, dict[str, Any]] | None = field(default=None, init=False, repr=False, compare=False)  # by check
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -354,8 +356,13 @@ class Arguments:
         """Chooses and creates the run folder, or checks that the run to resume is there, and locks it
         (`FolderLock`) until the run ends. With `if_remove`, removes only the files of an earlier
         elegantrl run, and refuses anything else, or a folder another run is using."""
+        held = self._folder_lock is not None and self._folder_lock.is_held
+        if self.cwd is not None and self.cwd == self._chosen_cwd and not (held or self.if_resume or self.if_remove):
+            self.cwd = None  # these Arguments train again: the default folder they took holds their last run, so take a new one
         try:
             if self.if_resume:
+                if self.cwd is not None and os.path.isdir(self.cwd):
+                    self._lock_folder()  # first: a live run that has not saved yet is in use, not a folder without agent.pth
                 self._check_resumable()
                 self._lock_folder()
             elif self.cwd is None and not self.if_remove:
@@ -370,12 +377,16 @@ class Arguments:
     def _prepare_given_folder(self) -> None:
         if self.cwd is None:
             self.cwd = self._default_cwd()
-        check_folder_writable(self.cwd)
+        existed = os.path.isdir(self.cwd)
+        if not existed:
+            check_folder_writable(self.cwd)
         if not self._make_folder(self.cwd, if_new=not os.path.lexists(self.cwd)):
             raise FileExistsError(f"Arguments.cwd {self.cwd!r} was made by another process while this run was starting (a "
                                   f"second run with the same cwd?); two runs in one folder would overwrite each other's "
                                   f"files. Give each run its own cwd")
         self._lock_folder()  # before looking inside: a run that starts there now is refused, not overwritten
+        if existed:
+            check_folder_writable(self.cwd)  # after the lock: its probe goes into no live run's folder
         if os.listdir(self.cwd):
             if self.if_remove:
                 remove_run(self.cwd)
@@ -410,6 +421,7 @@ class Arguments:
         for suffix in itertools.count(1):
             self.cwd = base if suffix == 1 else f"{base}-{suffix}"
             if not os.path.lexists(self.cwd) and self._make_folder(self.cwd, if_new=True):
+                self._chosen_cwd = self.cwd
                 return
 
     def _default_cwd(self) -> str:
@@ -1080,7 +1092,8 @@ def load_best_actor(args: Arguments, agent: AgentBase, best_return: float) -> Ag
     if os.path.isfile(actor_path):
         agent.actor.load_state_dict(load_torch_file(actor_path, agent.device))
     if args.if_print:
-        files = [name for name in ("actor.pth", "agent.pth", "recorder.csv", "learning_curve.png") if os.path.isfile(os.path.join(args.cwd, name))]
+        names = ("config.json", "actor.pth", "agent.pth", "recorder.csv", "learning_curve.png")
+        files = [name for name in names if os.path.isfile(os.path.join(args.cwd, name))]
         print(f"best evaluation return {best_return:.2f}; files in {args.cwd}: {', '.join(files)}")
     return agent
 

@@ -153,7 +153,7 @@ def test_two_runs_never_share_a_folder_they_name_themselves(tmp_path):
     cwd.mkdir()
     first = Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(cwd))
     first.init_before_training()
-    for second in (dict(), dict(if_remove=True)):
+    for second in (dict(), dict(if_remove=True), dict(if_resume=True)):  # a resume too, though nothing is saved there yet
         with pytest.raises(FileExistsError, match="in use by another elegantrl run"):
             Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(cwd), **second).init_before_training()
     first.init_before_training()  # the same Arguments again (then train_and_evaluate): the same run, still its folder
@@ -161,6 +161,20 @@ def test_two_runs_never_share_a_folder_they_name_themselves(tmp_path):
     run = Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(cwd), break_step=128, warmup_steps=64, eval_times1=1, eval_times2=0)
     train_and_evaluate(run)
     Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(cwd), if_resume=True, break_step=256).init_before_training()  # run ended: free
+
+
+def test_the_same_arguments_trained_again_take_a_new_default_folder_and_resume_their_last(tmp_path, monkeypatch):
+    # a notebook cell run twice: the folder the first run took holds that run, which the second must not touch
+    monkeypatch.chdir(tmp_path)
+    args = Arguments(agent=AgentDQN(), env="CartPole-v1", random_seed=3, **{**TINY, "break_step": 128})
+    train_and_evaluate(args)
+    first = args.cwd
+    record = open(os.path.join(first, "recorder.csv")).read()
+    train_and_evaluate(args)
+    assert (first, args.cwd) == (os.path.join("runs", "CartPole-v1_DQN_3"), os.path.join("runs", "CartPole-v1_DQN_3-2"))
+    assert open(os.path.join(first, "recorder.csv")).read() == record
+    args.if_resume, args.break_step = True, 256  # continuing is the one way back into a folder
+    assert train_and_evaluate(args).total_steps >= 256 and args.cwd == os.path.join("runs", "CartPole-v1_DQN_3-2")
 
 
 @pytest.mark.timeout(120)
