@@ -406,6 +406,10 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
         problems.append(_empty_observation_problem(obs_space))
     if problems:
         raise ValueError(_problem_report(name, problems))
+    if _is_box(obs_space) and obs_space.dtype == np.uint8 and obs_space.shape and int(np.prod(obs_space.shape)) > 1:
+        notes.append(f"observations are uint8 arrays of shape {obs_space.shape} (pixels?); the networks get them as 0-255 "
+                     f"floats, which saturates their first layer: scale them to [0, 1], e.g. "
+                     f"gymnasium.wrappers.TransformObservation(env, lambda obs: obs.astype(np.float32) / 255, Box(0.0, 1.0, {obs_space.shape}))")
 
     def check_obs(obs: Any, where: str) -> None:
         if _is_discrete(obs_space):

@@ -155,3 +155,22 @@ def test_arguments_check_the_env_before_training(tmp_path):
     with pytest.raises(ValueError, match="info must be a dict"):
         Arguments(agent=AgentSAC(), env=PreprocessEnv(InfoNotDict(), max_step=5), cwd=str(tmp_path)).init_before_training()
     assert not any(tmp_path.iterdir())  # nothing was created for a run that cannot start
+
+
+class PixelEnv(gym.Env):
+    observation_space = gym.spaces.Box(0, 255, (8, 8, 3), np.uint8)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        return self.observation_space.sample(), 0.0, False, False, {}
+
+
+def test_pixel_observations_get_a_note_to_scale_them_and_scaled_ones_none():
+    notes = check_env(PixelEnv())
+    assert len(notes) == 1 and "uint8" in notes[0] and "obs.astype(np.float32) / 255" in notes[0]
+    scaled = gym.wrappers.TransformObservation(PixelEnv(), lambda obs: obs.astype(np.float32) / 255, gym.spaces.Box(0.0, 1.0, (8, 8, 3)))
+    assert check_env(scaled) == []
