@@ -8,6 +8,7 @@ import os
 import shlex
 import sys
 
+from benchmarks.cli import check_distinct_seeds, positive_int, random_seed
 from benchmarks.index import write_index
 from benchmarks.rows import HERE, QUICK_SUITE, ROWS
 from benchmarks.runner import Job, report_rows, run_job, run_rows
@@ -22,11 +23,12 @@ def main() -> int:
     which.add_argument("--rows", nargs="+", choices=every_row, help="rows to run (default: all)")
     which.add_argument("--suite", choices=["quick", "full"],
                        help=f"quick: {', '.join(QUICK_SUITE)} (minutes a seed); full: every row and both throughput measurements")
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="seeds (default: 0 1 2)")
-    parser.add_argument("--budget", type=int, default=None, help="env steps per run, overriding each row's budget (for smoke tests)")
+    parser.add_argument("--seeds", nargs="+", type=random_seed, default=[0, 1, 2], help="seeds (default: 0 1 2)")
+    parser.add_argument("--budget", type=positive_int, default=None, help="env steps per run, overriding each row's budget (for smoke tests)")
     parser.add_argument("--out", default=os.path.join(HERE, "results"), help="where the .md and .csv reports go (default: benchmarks/results)")
     parser.add_argument("--work-dir", default=os.path.join(HERE, "runs"), help="run folders of the jobs (default: benchmarks/runs, git-ignored)")
-    parser.add_argument("--repeats", type=int, default=30, help="timings per library and case in sac-throughput and env-throughput (default: 30)")
+    parser.add_argument("--repeats", type=positive_int, default=30,
+                        help="timings per library and case in sac-throughput and env-throughput (default: 30)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="(row, seed) pairs trained at once, each job single-threaded and pinned to its own core (default: 1; at most nproc)")
     parser.add_argument("--report-only", action="store_true",
@@ -48,12 +50,16 @@ def main() -> int:
     if not 1 <= options.jobs <= len(os.sched_getaffinity(0)):
         parser.error(f"--jobs must be between 1 and the number of CPUs ({len(os.sched_getaffinity(0))}), got {options.jobs}: "
                      "each job is a single-threaded process that needs a core of its own")
+    check_distinct_seeds(parser, options.seeds)
+    timings = [name for name in options.rows if name in THROUGHPUT_ROWS]
+    if options.report_only and timings:  # they have no run folders to report from: --report-only would time them for real
+        parser.error(f"--report-only rebuilds reports from the jobs' run folders, and {', '.join(timings)} are timings with none: "
+                     "name the training rows with --rows (or --suite quick)")
     training = [name for name in options.rows if name in ROWS]
     write = report_rows if options.report_only else run_rows
     ok = write(training, options.seeds, options.budget, options.out, options.work_dir, command, options.jobs, options.note) if training else True
-    for name in options.rows:  # timings last, so that no training job runs beside them
-        if name in THROUGHPUT_ROWS:
-            ok = THROUGHPUT_ROWS[name](options.out, command, options.repeats, note=options.note) and ok
+    for name in timings:  # timings last, so that no training job runs beside them
+        ok = THROUGHPUT_ROWS[name](options.out, command, options.repeats, note=options.note) and ok
     if os.path.abspath(options.out) == os.path.join(HERE, "results"):  # not for a smoke test's --out
         print(f"rebuilt {write_index()}")
     return 0 if ok else 1

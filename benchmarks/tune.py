@@ -44,27 +44,62 @@ PROTOCOL_FIELDS = {"random_seed", "cwd", "if_remove", "device", "num_threads", "
 REPORTED_SEEDS = range(0, 100)  # the benchmark reports seeds 0-4; tuning keeps well away from them
 
 
-def train(agent: str, env_id: str, fields: dict[str, Any], agent_kwargs: dict[str, Any], seed: int, budget: int,
-          target: float, eval_gap: int, folder: str, hold: float = 1.0) -> None:
-    """One training run, in this process: the benchmark's elegantrl job, stopping at `hold` times the first hit's env step."""
+def arguments(agent: str, env_id: str, fields: dict[str, Any], agent_kwargs: dict[str, Any], seed: int, budget: int,
+              target: float, eval_gap: int, folder: str, hold: float = 1.0) -> Any:
+    """The `Arguments` of one run: the benchmark's elegantrl job, stopping at `hold` times the first hit's env step."""
+    from benchmarks.variants import agent_class
+    from elegantrl.run import Arguments
+
+    args = Arguments(agent=agent_class(agent)(**agent_kwargs), env=env_id, random_seed=seed, cwd=folder, if_remove=True, device="cpu",
+                     num_threads=1, if_print=False, eval_times1=10, eval_times2=0, eval_gap=eval_gap, break_step=budget,
+                     target_return=target, target_hold=hold)
+    for name, value in fields.items():  # one by one: a typo gets Arguments' "has no field ...; did you mean ...?"
+        setattr(args, name, value)
+    return args
+
+
+def train(**job: Any) -> None:
+    """One training run, in this process, of the `arguments` that `job` names."""
     import torch
 
-    from benchmarks.variants import agent_class
-    from elegantrl.run import Arguments, train_and_evaluate
+    from elegantrl.run import train_and_evaluate
 
     torch.set_num_threads(1)
-    protocol = dict(random_seed=seed, cwd=folder, if_remove=True, device="cpu", num_threads=1, if_print=False, eval_times1=10,
-                    eval_times2=0, eval_gap=eval_gap, break_step=budget, target_return=target, target_hold=hold)
-    args = Arguments(agent=agent_class(agent)(**agent_kwargs), env=env_id, **protocol, **fields)
-    train_and_evaluate(args)
+    train_and_evaluate(arguments(**job))
+
+
+def read_candidates(parser: argparse.ArgumentParser, pairs: list[list[str]]) -> dict[str, dict[str, Any]]:
+    """The --candidate NAME JSON pairs as {name: settings}; a parse error for bad JSON, a non-object or a repeated name."""
+    candidates: dict[str, dict[str, Any]] = {}
+    for name, text in pairs:
+        try:
+            settings = json.loads(text)
+        except json.JSONDecodeError as error:
+            parser.error(f"--candidate {name}: {text!r} is not JSON ({error}); write e.g. '{{\"net_dim\": 256}}'")
+        if not isinstance(settings, dict) or not isinstance(settings.get("agent_kwargs", {}), dict):
+            parser.error(f"--candidate {name}: the settings are a JSON object of Arguments fields, with the agent's arguments as an "
+                         f"object under \"agent_kwargs\", got {text!r}")
+        if name in candidates:  # a dict would keep only the last of them, silently
+            parser.error(f"--candidate {name} is named twice; give each candidate its own name")
+        clash = sorted(set(settings) & PROTOCOL_FIELDS)
+        if clash:
+            parser.error(f"candidate {name!r} sets {clash}, which tune.py sets itself: use --eval-gap, --budget, --target, --seeds")
+        candidates[name] = settings
+    return candidates
+
+
+def job_of(options: argparse.Namespace, name: str, settings: dict[str, Any], seed: int) -> dict[str, Any]:
+    """The keyword arguments of `arguments` for one (candidate, seed)."""
+    folder = os.path.join(options.work_dir, f"{options.agent}-{options.env}", f"{name}-seed{seed}")
+    return dict(agent=options.agent, env_id=options.env, fields={k: v for k, v in settings.items() if k != "agent_kwargs"},
+                agent_kwargs=settings.get("agent_kwargs", {}), seed=seed, budget=options.budget, target=options.target,
+                eval_gap=options.eval_gap, folder=folder, hold=options.hold)
 
 
 def run_one(options: argparse.Namespace, name: str, settings: dict[str, Any], seed: int) -> dict[str, Any]:
     """Trains one (candidate, seed) in a fresh interpreter and summarises its ``recorder.csv``."""
-    folder = os.path.join(options.work_dir, f"{options.agent}-{options.env}", f"{name}-seed{seed}")
-    job = dict(agent=options.agent, env_id=options.env, fields={k: v for k, v in settings.items() if k != "agent_kwargs"},
-               agent_kwargs=settings.get("agent_kwargs", {}), seed=seed, budget=options.budget, target=options.target,
-               eval_gap=options.eval_gap, folder=folder, hold=options.hold)
+    job = job_of(options, name, settings, seed)
+    folder = job["folder"]
     threads = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, os.path.abspath(__file__), "--job", json.dumps(job)], env={**os.environ, **threads})
     from benchmarks.runner import OURS, Job, summarise  # imported by main() before the first run: this is a lookup
@@ -115,20 +150,22 @@ def report(options: argparse.Namespace, candidates: dict[str, dict[str, Any]], r
 
 def main() -> int:
     """The command line (see the module docstring)."""
+    from benchmarks.cli import check_distinct_seeds, finite_float, positive_int, random_seed
+
     parser = argparse.ArgumentParser(description="Sweep candidate settings of one elegantrl agent on one env, on tuning seeds.")
     parser.add_argument("--agent", help="an elegantrl.agent class name, e.g. AgentQRDQN, or one from benchmarks/variants.py")
     parser.add_argument("--env", help="a Gymnasium env id")
-    parser.add_argument("--target", type=float, help="the target return")
-    parser.add_argument("--budget", type=int, help="env steps per run")
-    parser.add_argument("--eval-gap", type=int, default=1000, help="env steps between evaluations (default: 1000)")
-    parser.add_argument("--seeds", nargs="+", type=int, default=[100, 101, 102], help="tuning seeds, 100 and up (default: 100 101 102)")
+    parser.add_argument("--target", type=finite_float, help="the target return")
+    parser.add_argument("--budget", type=positive_int, help="env steps per run")
+    parser.add_argument("--eval-gap", type=positive_int, default=1000, help="env steps between evaluations (default: 1000)")
+    parser.add_argument("--seeds", nargs="+", type=random_seed, default=[100, 101, 102], help="tuning seeds, 100 and up (default: 100 101 102)")
     parser.add_argument("--candidate", nargs=2, action="append", metavar=("NAME", "JSON"), default=[],
                         help='a candidate: a name and its settings as JSON, e.g. wide \'{"net_dim": 256}\'; '
                              'agent arguments go under "agent_kwargs"')
     parser.add_argument("--hold", type=float, default=1.0,
                         help="train on to this multiple of the first hit's env step and report stability after it (default: 1, stop at the hit)")
     parser.add_argument("--name", default="", help="a suffix for the report's file name, e.g. seed102")
-    parser.add_argument("--jobs", type=int, default=1, help="runs at once, each a single-threaded process (default: 1)")
+    parser.add_argument("--jobs", type=positive_int, default=1, help="runs at once, each a single-threaded process (default: 1)")
     parser.add_argument("--out", default=os.path.join(HERE, "results", "tune"), help="where the report goes (default: benchmarks/results/tune)")
     parser.add_argument("--work-dir", default=os.path.join(HERE, "runs", "tune"), help="run folders (default: benchmarks/runs/tune)")
     parser.add_argument("--job", help=argparse.SUPPRESS)  # internal: one run, as JSON
@@ -152,11 +189,13 @@ def main() -> int:
         parser.error(str(error))
     if any(seed in REPORTED_SEEDS for seed in options.seeds):
         parser.error(f"tune on seeds 100 and up; seeds below 100 are kept for the reported benchmark (got {options.seeds})")
-    candidates = {name: json.loads(text) for name, text in options.candidate}
-    for name, settings in candidates.items():
-        clash = sorted(set(settings) & PROTOCOL_FIELDS)
-        if clash:
-            parser.error(f"candidate {name!r} sets {clash}, which tune.py sets itself: use --eval-gap, --budget, --target, --seeds")
+    check_distinct_seeds(parser, options.seeds)
+    candidates = read_candidates(parser, options.candidate)
+    for name, settings in candidates.items():  # here, once, with elegantrl's message: not once per seed in every job
+        try:
+            arguments(**job_of(options, name, settings, options.seeds[0])).check()  # validates, touching no file
+        except (TypeError, ValueError, AttributeError) as error:
+            parser.error(f"--candidate {name} (with --agent {options.agent} --env {options.env}): {error}")
     pairs = [(name, seed) for seed in options.seeds for name in candidates]
     with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs) as pool:
         results = list(pool.map(lambda pair: run_one(options, pair[0], candidates[pair[0]], pair[1]), pairs))

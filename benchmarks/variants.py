@@ -56,6 +56,9 @@ def agent_class(name: str) -> type:
 
     found = getattr(agent_module, name, None) or globals().get(name)
     if not (isinstance(found, type) and name.startswith("Agent")):
-        variants = sorted(key for key, value in globals().items() if key.startswith("Agent") and isinstance(value, type))
-        raise ValueError(f"no agent class {name!r} in elegantrl.agent or benchmarks.variants ({', '.join(variants)})")
+        from elegantrl.run import list_agents
+
+        ours = ["Agent" + short for short in list_agents()]  # the agents to train, not the family bases
+        variants = sorted(key for key, value in globals().items() if key.startswith("Agent") and isinstance(value, type) and key not in ours)
+        raise ValueError(f"no agent class {name!r}: elegantrl.agent has {', '.join(ours)}; benchmarks.variants has {', '.join(variants)}")
     return found

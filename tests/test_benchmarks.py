@@ -185,3 +185,52 @@ def test_the_sweep_variants_change_only_how_the_policy_starts():
     assert agent_class("AgentSAC") is agent_module.AgentSAC and agent_class("AgentPPOLayerStart") is AgentPPOLayerStart
     with pytest.raises(ValueError, match="AgentPPOLayerStart"):
         agent_class("AgentPPOOldStart")
+
+
+def refused(tmp_path, command: list[str]) -> str:
+    """Runs a benchmark command line with --out and --work-dir under `tmp_path`; asserts exit 2 with nothing written; its last line."""
+    out, work = tmp_path / "out", tmp_path / "work"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    done = subprocess.run([*command, "--out", str(out), "--work-dir", str(work)], capture_output=True, text=True, timeout=120,
+                          env=env, cwd=ROOT)
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert not out.exists() and not work.exists()  # refused before any job ran or any report was written
+    return done.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("flags, message", [
+    (["--rows", "dqn-cartpole", "--budget", "0"], "argument --budget: must be a whole number of 1 or more, got '0'"),  # was: the full row
+    (["--rows", "dqn-cartpole", "--budget", "-5"], "argument --budget: must be a whole number of 1 or more"),  # was: an all-error report
+    (["--rows", "dqn-cartpole", "--seeds", "-1"], "argument --seeds: a seed is a whole number from 0 to 2**32 - 1, got '-1'"),
+    (["--rows", "dqn-cartpole", "--seeds", "0", "0"], "--seeds names [0] more than once"),  # was: seed 0 counted twice
+    (["--rows", "sac-throughput", "--repeats", "0"], "argument --repeats: must be a whole number of 1 or more"),  # was: IndexError
+    (["--report-only"], "--report-only rebuilds reports from the jobs' run folders, and sac-throughput, env-throughput are timings"),
+    (["--report-only", "--rows", "dqn-cartpole", "env-throughput"], "env-throughput are timings with none"),
+])
+def test_the_benchmark_refuses_bad_values_before_it_runs_anything(tmp_path, flags, message):
+    assert message in refused(tmp_path, [sys.executable, "-m", "benchmarks", *flags])
+
+
+TUNE = [sys.executable, os.path.join(ROOT, "benchmarks", "tune.py"), "--agent", "AgentD3QN", "--env", "CartPole-v1", "--target", "475",
+        "--budget", "300", "--seeds", "100"]  # a flag given again below takes the later value
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("flags, message", [
+    (["--candidate", "a", "{bad"], "--candidate a: '{bad' is not JSON"),  # was: a JSONDecodeError traceback
+    (["--candidate", "a", "[1]"], "--candidate a: the settings are a JSON object"),  # was: an AttributeError traceback
+    (["--candidate", "a", "{}", "--jobs", "0"], "argument --jobs: must be a whole number of 1 or more"),  # was: a ValueError traceback
+    (["--candidate", "a", "{}", "--candidate", "a", '{"net_dim": 16}'], "--candidate a is named twice"),  # was: the first dropped
+    (["--candidate", "a", '{"net_dimm": 3}'], "Arguments has no field 'net_dimm'; did you mean 'net_dim'?"),  # was: an error per job
+    (["--candidate", "a", '{"agent_kwargs": {"foo": 1}}'], "unexpected keyword argument 'foo'"),
+    (["--candidate", "a", "{}", "--seeds", "100", "100"], "--seeds names [100] more than once"),
+    (["--candidate", "a", "{}", "--eval-gap", "0"], "argument --eval-gap: must be a whole number of 1 or more"),
+    (["--candidate", "a", "{}", "--env", "CartPol-v1"], "unknown or outdated env id 'CartPol-v1'"),
+    (["--candidate", "a", "{}", "--env", "Pendulum-v1"], "AgentD3QN needs a discrete action space"),
+    (["--candidate", "a", "{}", "--target", "nan"], "argument --target: must be a finite number, got 'nan'"),
+    (["--candidate", "a", "{}", "--budget", "0"], "argument --budget: must be a whole number of 1 or more"),
+    (["--candidate", "a", "{}", "--agent", "AgentD3QNN"], "elegantrl.agent has AgentDQN, "),  # was: only the variants
+])
+def test_a_sweep_refuses_bad_arguments_and_candidates_before_it_trains(tmp_path, flags, message):
+    assert message in refused(tmp_path, [*TUNE, *flags])

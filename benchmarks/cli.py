@@ -1,0 +1,50 @@
+"""Argument types of the benchmark command lines: a bad value is a parse error (exit 2) before anything trains or is written.
+
+Otherwise it reaches the jobs, each fails on it, and an all-error report is still written (under the
+default --out, over a committed one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of 1 or more (env steps, repeats, jobs)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of 1 or more, got {text!r}")
+    return value
+
+
+def random_seed(text: str) -> int:
+    """An argparse type: a random seed, a whole number from 0 to 2**32 - 1 (what elegantrl and SB3 accept)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"a seed is a whole number from 0 to 2**32 - 1, got {text!r}")
+    return value
+
+
+def finite_float(text: str) -> float:
+    """An argparse type: a finite number (a target return)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def check_distinct_seeds(parser: argparse.ArgumentParser, seeds: list[int]) -> None:
+    """Refuses a seed named twice: it would run twice and count as two runs in the medians and intervals."""
+    repeated = sorted({s for s in seeds if seeds.count(s) > 1})
+    if repeated:
+        parser.error(f"--seeds names {repeated} more than once; name each seed once")
