@@ -27,6 +27,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository, for `import benchmarks`
+from benchmarks.cli import positive_int  # noqa: E402
 from elegantrl.agent import AgentDiscretePPO, AgentSAC
 from elegantrl.env import build_vector_env
 from elegantrl.run import Arguments, build_agent, train_and_evaluate
@@ -105,7 +106,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", default="cuda:0", help="cuda:0 (default), or cpu to try the script on a CPU")
     parser.add_argument("--out", help="a folder to write gpu-check.md/.csv into, and on a GPU sac-throughput-cuda.md/.csv")
-    parser.add_argument("--repeats", type=int, default=10, help="timings per library in sac-throughput-cuda (default: 10)")
+    parser.add_argument("--repeats", type=positive_int, default=10, help="timings per library in sac-throughput-cuda (default: 10)")
     options = parser.parse_args()
     if options.device.startswith("cuda") and not torch.cuda.is_available():
         print("gpu_check: no CUDA GPU here (torch.cuda.is_available() is False), so there is nothing to check; "

@@ -31,6 +31,7 @@ import torch.distributed as dist
 import torch.multiprocessing
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository, for `import benchmarks`
+from benchmarks.cli import check_distinct_seeds, positive_int, random_seed  # noqa: E402
 from benchmarks.report import machine, median  # noqa: E402
 from benchmarks.rows import HERE  # noqa: E402
 from elegantrl.agent import AgentSAC
@@ -143,9 +144,10 @@ def write(name: str, title: str, results: list[dict], command: str, setup: str, 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", nargs="+", default=["learners-update-throughput", "learners-sac-pendulum"])
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--budget", type=int, default=40_000)
+    parser.add_argument("--seeds", nargs="+", type=random_seed, default=[0, 1, 2])
+    parser.add_argument("--budget", type=positive_int, default=40_000)
     options = parser.parse_args()
+    check_distinct_seeds(parser, options.seeds)
     command = "python benchmarks/learners.py " + shlex.join(sys.argv[1:])
     if "learners-update-throughput" in options.rows:
         results = run_update_throughput()

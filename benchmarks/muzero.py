@@ -25,6 +25,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository, for `import benchmarks`
 from learners import write
 
+from benchmarks.cli import check_distinct_seeds, random_seed  # noqa: E402
 from benchmarks.report import median  # noqa: E402
 from elegantrl.agent import AgentMuZero
 
@@ -73,8 +74,9 @@ def run_search_throughput(repeats: int = 30) -> list[dict]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    parser.add_argument("--seeds", nargs="+", type=random_seed, default=[0, 1, 2, 3, 4])
     options = parser.parse_args()
+    check_distinct_seeds(parser, options.seeds)
     command = "python benchmarks/muzero.py " + shlex.join(sys.argv[1:])
     results = run_search_throughput()
     lines = ["| envs searched at once | ms per search (median of 30) | tree-simulations/s |", "|---|---|---|"]

@@ -49,6 +49,7 @@ import torch
 import torch.multiprocessing
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository, for `import benchmarks`
+from benchmarks.cli import check_distinct_seeds, positive_int, random_seed  # noqa: E402
 from benchmarks.report import fmt, machine, median  # noqa: E402
 from benchmarks.rows import HERE, ROWS, Row  # noqa: E402
 from benchmarks.runner import Job, summarise  # noqa: E402
@@ -496,12 +497,12 @@ def main() -> int:
                                                  "against itself in one process (see the module docstring).")
     every_row = [*THROUGHPUT_ROWS, *TRAINER_ROWS]
     parser.add_argument("--rows", nargs="+", choices=every_row, default=every_row, help="rows to run (default: all; hours)")
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="seeds of the time-to-target rows (default: 0 1 2)")
-    parser.add_argument("--budget", type=int, default=None, help="env steps per run, overriding each row's budget (for smoke tests)")
+    parser.add_argument("--seeds", nargs="+", type=random_seed, default=[0, 1, 2], help="seeds of the time-to-target rows (default: 0 1 2)")
+    parser.add_argument("--budget", type=positive_int, default=None, help="env steps per run, overriding each row's budget (for smoke tests)")
     parser.add_argument("--trainers", nargs="+", choices=TRAINERS[1:], default=None,
                         help="worker trainers to run beside one process in the time-to-target rows (default: each row's)")
-    parser.add_argument("--repeats", type=int, default=30, help="timings per case in the throughput rows (default: 30)")
-    parser.add_argument("--steps", type=int, default=None,
+    parser.add_argument("--repeats", type=positive_int, default=30, help="timings per case in the throughput rows (default: 30)")
+    parser.add_argument("--steps", type=positive_int, default=None,
                         help="env steps per timing in the throughput rows (default: 4096 explore, 1024 learner; for smoke tests)")
     parser.add_argument("--note", default="", help="a sentence for the time-to-target reports' Note line (e.g. how to read them)")
     parser.add_argument("--out", default=os.path.join(HERE, "results"), help="where the .md and .csv reports go (default: benchmarks/results)")
@@ -509,6 +510,7 @@ def main() -> int:
     parser.add_argument("--report-only", action="store_true",
                         help="train nothing: rewrite the time-to-target reports from the finished jobs in --work-dir")
     options = parser.parse_args()
+    check_distinct_seeds(parser, options.seeds)
     command = "python " + shlex.join(sys.argv)
     training = [name for name in options.rows if name in TRAINER_ROWS]
     ok = True

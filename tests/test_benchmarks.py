@@ -234,3 +234,14 @@ TUNE = [sys.executable, os.path.join(ROOT, "benchmarks", "tune.py"), "--agent", 
 ])
 def test_a_sweep_refuses_bad_arguments_and_candidates_before_it_trains(tmp_path, flags, message):
     assert message in refused(tmp_path, [*TUNE, *flags])
+
+
+@pytest.mark.parametrize("script, flags", [("workers.py", ["--seeds", "0", "0"]), ("workers.py", ["--budget", "0"]),
+                                           ("learners.py", ["--seeds", "-1"]), ("learners.py", ["--budget", "-3"]),
+                                           ("muzero.py", ["--seeds", "1", "1"]), ("gpu_check.py", ["--repeats", "0"])])
+def test_the_other_benchmark_scripts_refuse_bad_values_before_they_run(tmp_path, script, flags):
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script), *flags], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and ("more than once" in done.stderr or "must be a whole number" in done.stderr
+                                     or "a seed is a whole number" in done.stderr), done.stderr[-500:]
+    assert os.listdir(tmp_path) == []
