@@ -7,7 +7,12 @@ default --out, over a committed one).
 from __future__ import annotations
 
 import argparse
+import ctypes
 import math
+import os
+import signal
+
+RUNNER_PID = "BENCHMARK_RUNNER_PID"  # set in a job's environment by the process that waits for it
 
 
 def positive_int(text: str) -> int:
@@ -48,3 +53,21 @@ def check_distinct_seeds(parser: argparse.ArgumentParser, seeds: list[int]) -> N
     repeated = sorted({s for s in seeds if seeds.count(s) > 1})
     if repeated:
         parser.error(f"--seeds names {repeated} more than once; name each seed once")
+
+
+def job_environment(**settings: str) -> dict[str, str]:
+    """The environment of a job subprocess: this one's, `settings`, and this process's id for `end_with_runner`."""
+    return {**os.environ, **settings, RUNNER_PID: str(os.getpid())}
+
+
+def end_with_runner() -> None:
+    """In a job subprocess: end it when the runner that waits for it dies, even by SIGKILL, rather than train on,
+    unseen, to its budget (Linux's PR_SET_PDEATHSIG; elsewhere, nothing)."""
+    runner = os.environ.get(RUNNER_PID)
+    try:
+        if runner is None or ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM) != 0:  # 1: PR_SET_PDEATHSIG
+            return
+    except (OSError, AttributeError):  # not Linux
+        return
+    if os.getppid() != int(runner):  # the runner died before the line above
+        os._exit(1)

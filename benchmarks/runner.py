@@ -23,6 +23,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.vec_env import VecNormalize
 
+from benchmarks.cli import end_with_runner, job_environment
 from benchmarks.report import finish_row, fmt, label
 from benchmarks.rows import OURS, ROOT, ROWS, SB3, TARGET_HOLD, Row, sb3_class
 
@@ -139,6 +140,7 @@ def train_elegantrl(job: Job, row: Row) -> None:
 
 def run_job(job: Job) -> None:
     """Entry point of a job subprocess: pinned to its core if it has one, one thread for torch, then train."""
+    end_with_runner()
     if job.core is not None:
         os.sched_setaffinity(0, {job.core})
     torch.set_num_threads(1)  # both libraries get one core; the other is left for the OS
@@ -158,7 +160,7 @@ def launch(job: Job, core: int | None = None) -> bool:
     shutil.rmtree(job.folder, ignore_errors=True)
     os.makedirs(job.folder)
     # One thread for numpy/BLAS too, so neither library steals the second core.
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    env = job_environment(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([ROOT, *filter(None, [env.get("PYTHONPATH")])])  # for `-m benchmarks` from any folder
     command = [sys.executable, "-m", "benchmarks", "--job", json.dumps({**asdict(job), "core": core})]
     return subprocess.run(command, env=env).returncode == 0

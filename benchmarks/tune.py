@@ -100,8 +100,10 @@ def run_one(options: argparse.Namespace, name: str, settings: dict[str, Any], se
     """Trains one (candidate, seed) in a fresh interpreter and summarises its ``recorder.csv``."""
     job = job_of(options, name, settings, seed)
     folder = job["folder"]
-    threads = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--job", json.dumps(job)], env={**os.environ, **threads})
+    from benchmarks.cli import job_environment
+
+    threads = job_environment(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--job", json.dumps(job)], env=threads)
     from benchmarks.runner import OURS, Job, summarise  # imported by main() before the first run: this is a lookup
 
     summary = summarise(Job(f"tune-{options.env}", OURS, options.agent, seed, options.budget, folder), options.target, done.returncode == 0)
@@ -150,7 +152,7 @@ def report(options: argparse.Namespace, candidates: dict[str, dict[str, Any]], r
 
 def main() -> int:
     """The command line (see the module docstring)."""
-    from benchmarks.cli import check_distinct_seeds, finite_float, positive_int, random_seed
+    from benchmarks.cli import check_distinct_seeds, end_with_runner, finite_float, positive_int, random_seed
 
     parser = argparse.ArgumentParser(description="Sweep candidate settings of one elegantrl agent on one env, on tuning seeds.")
     parser.add_argument("--agent", help="an elegantrl.agent class name, e.g. AgentQRDQN, or one from benchmarks/variants.py")
@@ -171,6 +173,7 @@ def main() -> int:
     parser.add_argument("--job", help=argparse.SUPPRESS)  # internal: one run, as JSON
     options = parser.parse_args()
     if options.job:
+        end_with_runner()
         train(**json.loads(options.job))
         return 0
     missing = [flag for flag in ("agent", "env", "target", "budget") if getattr(options, flag) is None]

@@ -245,3 +245,32 @@ def test_the_other_benchmark_scripts_refuse_bad_values_before_they_run(tmp_path,
     assert done.returncode == 2 and ("more than once" in done.stderr or "must be a whole number" in done.stderr
                                      or "a seed is a whole number" in done.stderr), done.stderr[-500:]
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.timeout(60)
+def test_a_job_ends_when_its_runner_is_killed():
+    # SIGKILL gives the runner no chance to stop its jobs; without this they trained on, unseen, for hours
+    runner_code = ("import subprocess, sys\n"
+                   "from benchmarks.cli import job_environment\n"
+                   "job = subprocess.Popen([sys.executable, '-c', 'from benchmarks.cli import end_with_runner; end_with_runner(); "
+                   "print(flush=True); import time; time.sleep(50)'], env=job_environment(), stdout=subprocess.PIPE, text=True)\n"
+                   "job.stdout.readline()\n"
+                   "print(job.pid, flush=True)\n"
+                   "job.wait()\n")
+    runner = subprocess.Popen([sys.executable, "-c", runner_code], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": ROOT})
+    job = int(runner.stdout.readline())
+    runner.kill()
+    runner.wait(timeout=10)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{job}/status") as file:
+                if "State:\tZ" in file.read():  # ended; only its reaping is left, to whoever inherited it
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(job, 9)
+        pytest.fail("the job outlived its runner")
