@@ -62,7 +62,8 @@ def job_environment(**settings: str) -> dict[str, str]:
 
 def end_with_runner() -> None:
     """In a job subprocess: end it when the runner that waits for it dies, even by SIGKILL, rather than train on,
-    unseen, to its budget (Linux's PR_SET_PDEATHSIG; elsewhere, nothing)."""
+    unseen, to its budget (Linux's PR_SET_PDEATHSIG; elsewhere, nothing). The signal comes when the runner's
+    *thread* that started the job ends, so that thread must wait for the job, as ``subprocess.run`` does."""
     runner = os.environ.get(RUNNER_PID)
     try:
         if runner is None or ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM) != 0:  # 1: PR_SET_PDEATHSIG

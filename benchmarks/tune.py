@@ -197,7 +197,7 @@ def main() -> int:
     for name, settings in candidates.items():  # here, once, with elegantrl's message: not once per seed in every job
         try:
             arguments(**job_of(options, name, settings, options.seeds[0])).check()  # validates, touching no file
-        except (TypeError, ValueError, AttributeError) as error:
+        except (TypeError, ValueError, AttributeError, ImportError) as error:  # ImportError: an env whose extra is missing (box2d)
             parser.error(f"--candidate {name} (with --agent {options.agent} --env {options.env}): {error}")
     pairs = [(name, seed) for seed in options.seeds for name in candidates]
     with concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs) as pool:

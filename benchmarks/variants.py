@@ -51,14 +51,13 @@ class AgentDiscretePPOUniformStart(AgentDiscretePPO):
 
 
 def agent_class(name: str) -> type:
-    """The agent class called `name`: elegantrl's own, or a variant from this module."""
-    from elegantrl import agent as agent_module
+    """The agent class called `name`: one of elegantrl's agents (not a family base such as AgentBase), or a variant here."""
+    from elegantrl.run import list_agents
 
-    found = getattr(agent_module, name, None) or globals().get(name)
-    if not (isinstance(found, type) and name.startswith("Agent")):
-        from elegantrl.run import list_agents
-
-        ours = ["Agent" + short for short in list_agents()]  # the agents to train, not the family bases
-        variants = sorted(key for key, value in globals().items() if key.startswith("Agent") and isinstance(value, type) and key not in ours)
-        raise ValueError(f"no agent class {name!r}: elegantrl.agent has {', '.join(ours)}; benchmarks.variants has {', '.join(variants)}")
+    ours = {"Agent" + short: cls for short, cls in list_agents().items()}
+    variants = {key: value for key, value in globals().items() if key.startswith("Agent") and isinstance(value, type)}
+    found = ours.get(name) or variants.get(name)
+    if found is None:
+        raise ValueError(f"no agent class {name!r}: elegantrl.agent has {', '.join(ours)}; benchmarks.variants has "
+                         f"{', '.join(sorted(set(variants) - set(ours)))}")
     return found

@@ -1151,8 +1151,9 @@ class AgentMCTS(AgentBase):
         self.search_log.append((policy, tree.root_value()))
         if self.temperature == 0:
             return policy.argmax(dim=1)
-        # visits^(1/T) through the log: for a small T the power itself underflows to 0 for every action
-        return torch.multinomial((policy.clamp_min(1e-30).log() / self.temperature).softmax(dim=1), 1).squeeze(1)
+        # visits^(1/T) through the log: for a small T the power itself underflows to 0 for every action; an action
+        # never visited stays at log 0 = -inf, probability 0, at every T
+        return torch.multinomial((policy.log() / self.temperature).softmax(dim=1), 1).squeeze(1)
 
     def explore_env(self, env: Any, horizon: int, if_random: bool = False) -> SearchTransitions:
         """`AgentBase.explore_env` with the search's findings: a `SearchTransitions` of shape ``(horizon, num_envs, ...)``.
@@ -1176,7 +1177,7 @@ class AgentMCTS(AgentBase):
     def update_net(self, buffer: EpisodeBuffer, new_steps: int) -> dict[str, float]:
         """Gradient steps on sampled unrolls, each transition used ``repeat_times`` times on average (`earn_updates`).
 
-        None until an episode has ended: the buffer keeps whole episodes, and an env's first ones may outlast
+        No step (and ``{}``) until an episode has ended: the buffer keeps whole episodes, and an env's first ones may outlast
         the warm-up (Acrobot's random episodes run to their 500-step limit)."""
         update_times = self.earn_updates(new_steps)
         ready = torch.tensor([float(len(buffer) > 0)], device=self.device)

@@ -504,19 +504,21 @@ def train_multiprocess(args: Arguments) -> AgentBase:
                 ranks.explain_failure(error)
             raise
         finally:
-            learner.processes.shutdown(grace)
-            if stopped is not None and is_main:
-                say_stopped(stopped, args, " (rollouts under way are not counted)")
-            if learner.startup_seconds is not None and is_main:
-                with signal_handlers(dict.fromkeys((signal.SIGINT, signal.SIGTERM), signal.SIG_IGN)):  # short, and must not be torn
-                    if os.path.isfile(learner.clock.csv_path):
-                        learner.clock.resume(args.agent.total_steps)  # the record the Evaluator wrote, for the curve
-                    save_run(args, args.agent, learner.clock, if_failed=not finished)
-            elif is_main:  # a failed start: no run to keep
-                args.discard_new_folder()
-            args.release_folder()
-            stop_learner_ranks(ranks, group, rank_grace)
-            args.agent.learner_group = None  # the group is gone: the returned agent learns alone
+            try:
+                learner.processes.shutdown(grace)
+                if stopped is not None and is_main:
+                    say_stopped(stopped, args, " (rollouts under way are not counted)")
+                if learner.startup_seconds is not None and is_main:
+                    with signal_handlers(dict.fromkeys((signal.SIGINT, signal.SIGTERM), signal.SIG_IGN)):  # short, and must not be torn
+                        if os.path.isfile(learner.clock.csv_path):
+                            learner.clock.resume(args.agent.total_steps)  # the record the Evaluator wrote, for the curve
+                        save_run(args, args.agent, learner.clock, if_failed=not finished)
+                elif is_main:  # a failed start: no run to keep
+                    args.discard_new_folder()
+            finally:  # also when the final save fails: a folder left locked would refuse its own resume
+                args.release_folder()
+                stop_learner_ranks(ranks, group, rank_grace)
+                args.agent.learner_group = None  # the group is gone: the returned agent learns alone
     return load_best_actor(args, args.agent, learner.clock.best_return) if is_main else args.agent
 
 

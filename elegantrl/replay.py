@@ -22,17 +22,23 @@ import torch
 
 
 def free_memory(device: torch.device) -> int | None:
-    """Bytes that `device` can still give (the CPU's MemAvailable, a GPU's free memory); None where unknown."""
+    """Bytes that `device` can still give, None where unknown: a GPU's free memory and what torch's cache holds
+    unused; the CPU's MemAvailable, or less where a container's memory limit (cgroup v2) leaves less."""
     try:
         if device.type == "cuda":
-            return torch.cuda.mem_get_info(device)[0]
-        if device.type == "cpu":
-            with open("/proc/meminfo") as file:
-                fields = dict(line.split(":", 1) for line in file)
-            return int(fields["MemAvailable"].split()[0]) * 1024
+            return torch.cuda.mem_get_info(device)[0] + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        if device.type != "cpu":
+            return None
+        with open("/proc/meminfo") as file:
+            free = int(dict(line.split(":", 1) for line in file)["MemAvailable"].split()[0]) * 1024
     except (OSError, KeyError, ValueError, RuntimeError):
+        return None
+    try:
+        with open("/sys/fs/cgroup/memory.max") as limit, open("/sys/fs/cgroup/memory.current") as used:
+            free = min(free, int(limit.read()) - int(used.read()))
+    except (OSError, ValueError):  # no cgroup v2, or "max": no limit
         pass
-    return None
+    return free
 
 
 def allocate_storage(name: str, max_memo: int, device: torch.device, shapes: dict[str, tuple[tuple[int, ...], torch.dtype]],
@@ -52,7 +58,9 @@ def allocate_storage(name: str, max_memo: int, device: torch.device, shapes: dic
                           f"on {device}, which has {free / 2**30:.1f} GiB free: {advice}")
     try:
         return {field: make(max_memo, *shape, dtype=dtype) for field, (shape, dtype) in shapes.items()}
-    except RuntimeError as error:  # torch's allocator, CPU or CUDA
+    except RuntimeError as error:
+        if not (isinstance(error, getattr(torch, "OutOfMemoryError", ())) or "alloc" in str(error)):  # not torch's allocator: not ours to explain
+            raise
         raise MemoryError(f"{name}(max_memo={max_memo:,d}) could not be allocated on {device} ({needed / 2**30:.1f} GiB): {advice}") from error
 
 
@@ -100,8 +108,9 @@ class ReplayBuffer:
         floats, flags = torch.float32, torch.bool
         shapes = dict(state=((state_dim,), floats), action=((1,), torch.int64) if if_discrete else ((action_dim,), floats),
                       reward=((), floats), terminated=((), flags), truncated=((), flags), next_state=((state_dim,), floats))
-        vars(self).update(allocate_storage("ReplayBuffer", self.max_memo, self.device, shapes,  # self.state, self.action, ...
-                                           lambda *shape, dtype: torch.empty(shape, dtype=dtype, device=self.device)))
+        storage = allocate_storage("ReplayBuffer", self.max_memo, self.device, shapes,
+                                   lambda *shape, dtype: torch.empty(shape, dtype=dtype, device=self.device))
+        self.state, self.action, self.reward, self.terminated, self.truncated, self.next_state = storage.values()
 
         self.pointer = 0  # where the next transition is written
         self.cur_size = 0  # how many transitions are stored
@@ -219,8 +228,10 @@ class EpisodeBuffer:
         shapes = dict(observation=((state_dim,), floats), action=((), counts), reward=((), floats), policy=((action_dim,), floats),
                       root_value=((), floats), value_target=((), floats), position=((), counts), length=((), counts),
                       end_value=((), floats), terminated=((), torch.bool), priority=((), floats))
-        vars(self).update(allocate_storage("EpisodeBuffer", max_memo, self.device, shapes,  # self.observation, self.action, ...
-                                           lambda *shape, dtype: torch.zeros(shape, dtype=dtype, device=self.device)))
+        storage = allocate_storage("EpisodeBuffer", max_memo, self.device, shapes,
+                                   lambda *shape, dtype: torch.zeros(shape, dtype=dtype, device=self.device))
+        self.observation, self.action, self.reward, self.policy, self.root_value, self.value_target = list(storage.values())[:6]
+        self.position, self.length, self.end_value, self.terminated, self.priority = list(storage.values())[6:]
         self.episode_lengths: deque[int] = deque()  # the stored episodes, oldest first
         self.head = 0  # slot of the oldest stored position
         self.cur_size = 0  # stored positions (transitions)

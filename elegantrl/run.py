@@ -53,16 +53,19 @@ class FolderLock:
     """A run's hold on its folder: an exclusive ``flock`` on the folder itself, so a second run, a resume
     or an ``if_remove`` of the same folder is refused while this run writes there. Nothing is written to
     the folder, and the system drops the lock when the process ends, however it ends (SIGKILL included),
-    so a killed run leaves no stale lock. Where the file system has no such locks (Windows, some network
-    file systems) a run goes on without one. A copy (pickled into another process) holds nothing."""
+    so a killed run leaves no stale lock (an env worker forked from it holds it until it exits too).
+    Where the file system has no such locks (Windows, some network file systems) a run goes on without
+    one; on NFS the lock guards against runs on the same machine only. A copy (pickled into another
+    process) holds nothing.
+    """
 
-    def __init__(self, path: str, fd: int | None):
-        self.path, self.fd = path, fd
+    def __init__(self, path: str, fd: int | None, if_active: bool = True):
+        self.path, self.fd, self.if_active = path, fd, if_active
 
     @property
     def is_held(self) -> bool:
-        """Whether this object holds the lock (a released one, or a copy, does not)."""
-        return self.fd is not None
+        """Whether this object still has the folder (taken and not released), with or without a system lock."""
+        return self.if_active
 
     @classmethod
     def acquire(cls, path: str, shown: str) -> FolderLock:
@@ -85,6 +88,7 @@ class FolderLock:
 
     def release(self) -> None:
         """Drops the lock; a second call does nothing."""
+        self.if_active = False
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
@@ -92,8 +96,8 @@ class FolderLock:
     def __del__(self) -> None:  # an Arguments dropped without training (init_before_training alone) lets go of its folder
         self.release()
 
-    def __reduce__(self) -> tuple[type, tuple[str, None]]:
-        return FolderLock, (self.path, None)  # an fd means nothing in another process, and closing it there would close another file
+    def __reduce__(self) -> tuple[type, tuple[str, None, bool]]:
+        return FolderLock, (self.path, None, False)  # an fd means nothing in another process, and closing it there would close another file
 
 
 @dataclass
@@ -167,7 +171,8 @@ class Arguments:
         super().__setattr__(name, value)
 
     def init_before_training(self) -> None:
-        """Validates the fields and the env (`check_env`), fills the defaults, creates the run folder.
+        """Validates the fields and the env (`check_env`), fills the defaults, creates the run folder and holds
+        it (`FolderLock`) until these Arguments train and the run ends, or until `release_folder`.
 
         Raises TypeError or ValueError with the fix in the message. Deletes nothing unless
         ``if_remove`` is set.
@@ -431,7 +436,8 @@ class Arguments:
     def _make_folder(self, cwd: str, if_new: bool) -> bool:
         """Makes `cwd` and the folders above it (remembered for `discard_new_folder`); with `if_new`, through one
         `os.mkdir`, which fails where another process made the folder first: then False, and nothing is made."""
-        self._made_folders = [path for path in parent_folders(cwd) if not os.path.exists(path)]
+        # where this call makes nothing, the folders an earlier one made (init_before_training's) are still this run's
+        self._made_folders = [path for path in parent_folders(cwd) if not os.path.exists(path)] or self._made_folders
         try:
             os.makedirs(os.path.dirname(os.path.abspath(cwd)), exist_ok=True)
             if if_new:
@@ -944,7 +950,10 @@ def json_env_kwargs(env: PreprocessEnv) -> dict[str, Any] | None:
     """The keyword arguments the env was made with (``gym.make(id, **kwargs)``, its spec's), for config.json, so that
     a render makes that env again and not the registered default; None where JSON cannot hold one of them."""
     kwargs = {name: value for name, value in (getattr(env.spec, "kwargs", None) or {}).items() if name != "render_mode"}
-    return kwargs if _is_json(kwargs) else None
+    try:  # what JSON gives back must be the same: a tuple would come back a list, an int key a string
+        return kwargs if json.loads(json.dumps(kwargs)) == kwargs else None
+    except (TypeError, ValueError):
+        return None
 
 
 def _is_json(value: Any) -> bool:
@@ -1195,13 +1204,15 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
                 f"{kept_sentence(args.cwd)}Run with if_async_envs=False to see the env's own error."
             ) from error
         finally:
-            if explore_env is not env:
-                close_vector_env(explore_env)
-            if evaluator is not None:
-                save_run(args, agent, evaluator, if_failed=not finished)
-            args.release_folder()
-            leave_learners(group)
-            agent.learner_group = None  # the group is gone: the returned agent learns alone
+            try:
+                if explore_env is not env:
+                    close_vector_env(explore_env)
+                if evaluator is not None:
+                    save_run(args, agent, evaluator, if_failed=not finished)
+            finally:  # also when the final save fails (a full disk): a folder left locked would refuse its own resume
+                args.release_folder()
+                leave_learners(group)
+                agent.learner_group = None  # the group is gone: the returned agent learns alone
     return load_best_actor(args, agent, evaluator.best_return) if evaluator is not None else agent
 
 

@@ -247,6 +247,7 @@ def test_the_other_benchmark_scripts_refuse_bad_values_before_they_run(tmp_path,
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG and /proc are Linux's; elsewhere a job is not tied to its runner")
 @pytest.mark.timeout(60)
 def test_a_job_ends_when_its_runner_is_killed():
     # SIGKILL gives the runner no chance to stop its jobs; without this they trained on, unseen, for hours
@@ -272,5 +273,5 @@ def test_a_job_ends_when_its_runner_is_killed():
             break
         time.sleep(0.1)
     else:
-        os.kill(job, 9)
+        os.kill(job, 9)  # still our job: it is alive, so its pid was not reused
         pytest.fail("the job outlived its runner")

@@ -234,3 +234,11 @@ def test_a_buffer_smaller_than_one_episode_is_refused_at_the_start(tmp_path):
     with pytest.raises(ValueError, match=r"max_memo \(300\) is less than one episode may last \(max_step 500\)"):
         Arguments(agent=AgentMuZero(), env="CartPole-v1", max_memo=300, cwd=str(tmp_path / "run")).init_before_training()
     assert not (tmp_path / "run").exists()
+
+
+def test_an_action_the_search_never_visited_is_never_drawn_at_any_temperature():
+    agent = muzero(num_simulations=1, temperature=25.0)  # one simulation visits one action; a high T flattens the rest
+    action = agent.select_action(states(512))
+    policy = agent.search_log[-1][0]
+    assert (policy == 0).any(dim=1).all()  # every state has an action never visited
+    assert (policy.gather(1, action[:, None]) > 0).all()

@@ -177,6 +177,37 @@ def test_the_same_arguments_trained_again_take_a_new_default_folder_and_resume_t
     assert train_and_evaluate(args).total_steps >= 256 and args.cwd == os.path.join("runs", "CartPole-v1_DQN_3-2")
 
 
+def test_a_run_whose_final_save_fails_still_lets_go_of_its_folder(tmp_path, monkeypatch):
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    args = Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(tmp_path / "run"), **TINY)
+    monkeypatch.setattr(elegantrl.run, "save_run", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        train_and_evaluate(args)
+    monkeypatch.undo()
+    Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(tmp_path / "run"), if_remove=True).init_before_training()  # args is alive
+
+
+def test_without_a_system_lock_a_prepared_run_still_trains_in_the_folder_it_prepared(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(elegantrl.run, "fcntl", None)  # Windows, or a file system without flock
+    args = Arguments(agent=AgentDQN(), env="CartPole-v1", random_seed=3, **TINY)
+    args.init_before_training()
+    prepared = args.cwd
+    train_and_evaluate(args)
+    assert args.cwd == prepared and os.listdir("runs") == ["CartPole-v1_DQN_3"]
+
+
+def test_config_json_keeps_only_env_kwargs_that_come_back_the_same():
+    from elegantrl.run import json_env_kwargs
+
+    assert json_env_kwargs(PreprocessEnv(gym.make("Pendulum-v1", g=2.0))) == {"g": 2.0}
+    assert json_env_kwargs(PreprocessEnv(gym.make("CartPole-v1"))) == {}
+    # a tuple would come back from JSON as a list: a render would make another env
+    assert json_env_kwargs(PreprocessEnv(gym.make("CartPole-v1", sutton_barto_reward=(1,)))) is None
+
+
 @pytest.mark.timeout(120)
 def test_a_live_run_keeps_its_folder_and_a_killed_one_lets_go(tmp_path):
     cwd = tmp_path / "run"
