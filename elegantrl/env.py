@@ -317,7 +317,9 @@ def env_recipe(env: PreprocessEnv) -> Callable[[], PreprocessEnv]:
 
 
 def _copy_limit(env: PreprocessEnv) -> int | None:
-    return None if env._warn_at_limit else env._own_limit  # None: the copy gets the default limit and warns at it too
+    # the limit `env` truncates at, not the one asked of it: a copy made from its id with a longer max_step would
+    # lengthen the registered limit that `env` keeps. None: the copy gets the default limit and warns at it too
+    return None if env._warn_at_limit else env.max_step
 
 
 def _travelling(thing: Any, env_name: str) -> bytes:

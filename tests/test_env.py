@@ -626,3 +626,14 @@ def test_check_env_and_preprocess_env_both_take_flags_of_zero_and_one():
 def test_a_max_step_given_with_an_env_id_replaces_the_registered_limit():
     assert PreprocessEnv("CartPole-v1", max_step=700).max_step == 700
     assert PreprocessEnv("CartPole-v1", max_step=50).env.spec.max_episode_steps == 50
+
+
+def test_a_copy_for_another_process_truncates_where_the_env_does():
+    from elegantrl.env import env_recipe
+
+    env = PreprocessEnv("CartPole-v1")
+    with warnings.catch_warnings(record=True):
+        env.set_max_step(1000)  # CartPole truncates itself at 500, so the run's episodes last 500 (it warns)
+    copy = env_recipe(env)()  # what train_and_evaluate_mp's workers and Evaluator explore and evaluate
+    # made from its id with max_episode_steps=1000 before, the copy's episodes lasted 1000
+    assert env.max_step == copy.max_step == copy._env_limit() == 500
