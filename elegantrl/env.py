@@ -248,7 +248,13 @@ class PreprocessEnv(gym.Env):
                                  f"diverged (NaN or inf). Try a lower learning_rate or reward_scale.")
 
     def _env_limit(self) -> int | None:
-        return getattr(self.spec, "max_episode_steps", None) or getattr(self.env, "_max_episode_steps", None)
+        layer, seen = self.env, set()
+        while layer is not None and id(layer) not in seen:  # a TimeLimit under other wrappers: they do not pass its limit on
+            if limit := getattr(layer, "_max_episode_steps", None):
+                return limit
+            seen.add(id(layer))
+            layer = layer.__dict__.get("env") if hasattr(layer, "__dict__") else None
+        return getattr(self.spec, "max_episode_steps", None)
 
     def set_max_step(self, max_step: int) -> None:
         """Truncates episodes at `max_step` env steps (a time limit: truncated, not terminated)."""

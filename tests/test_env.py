@@ -637,3 +637,21 @@ def test_a_copy_for_another_process_truncates_where_the_env_does():
     copy = env_recipe(env)()  # what train_and_evaluate_mp's workers and Evaluator explore and evaluate
     # made from its id with max_episode_steps=1000 before, the copy's episodes lasted 1000
     assert env.max_step == copy.max_step == copy._env_limit() == 500
+
+
+def test_a_time_limit_under_another_wrapper_is_the_envs_limit():
+    class Forever(gym.Env):
+        observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return np.zeros(1, np.float32), {}
+
+        def step(self, action):
+            return np.zeros(1, np.float32), 1.0, False, False, {}
+
+    wrapped = gym.wrappers.RecordEpisodeStatistics(gym.wrappers.TimeLimit(Forever(), 6))
+    assert PreprocessEnv(wrapped).max_step == 6  # read 1000 before, into config.json, while episodes ended at 6
+    with pytest.warns(UserWarning, match="truncates its episodes itself at 6 steps, before max_step=50"):
+        PreprocessEnv(gym.wrappers.RecordEpisodeStatistics(gym.wrappers.TimeLimit(Forever(), 6)), max_step=50)
