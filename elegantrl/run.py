@@ -821,7 +821,7 @@ def kept_sentence(cwd: str | None) -> str:
         return "Rank 0 keeps the run folder. "
     if os.path.isfile(os.path.join(cwd, "actor.pth")):
         return f"The best actor so far is kept in {cwd}/actor.pth. "
-    return f"No evaluation had finished, so {cwd} holds no actor.pth yet. "
+    return "No evaluation had finished, so no actor.pth was saved. "  # and a failed start's folder is removed: not named
 
 
 def check_finite(transitions: Transitions, first_step: int, env_name: str, cwd: str) -> None:

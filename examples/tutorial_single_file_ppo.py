@@ -221,11 +221,13 @@ if __name__ == "__main__":
     parser.add_argument("--break-step", type=int, default=None, help="give up after this many env steps")
     parser.add_argument("--target-return", type=float, default=None, help="stop at this evaluation return")
     options = parser.parse_args()
+    if options.break_step is not None and options.break_step < 1:
+        parser.error(f"--break-step must be 1 or more, got {options.break_step}")
     if options.env == "CartPole-v1":
         args = Arguments(seed=options.seed)
     else:  # Pendulum's rewards matter only a few dozen steps ahead: a short horizon (γ = 0.9) learns faster
         args = Arguments(env_id="Pendulum-v1", target_return=-200.0, gamma=0.9, learning_rate=1e-3, seed=options.seed)
-    if options.break_step:
+    if options.break_step is not None:
         args.break_step = options.break_step
     if options.target_return is not None:
         args.target_return = options.target_return
