@@ -54,6 +54,8 @@ def arguments(agent: str, env_id: str, fields: dict[str, Any], agent_kwargs: dic
                      num_threads=1, if_print=False, eval_times1=10, eval_times2=0, eval_gap=eval_gap, break_step=budget,
                      target_return=target, target_hold=hold)
     for name, value in fields.items():  # one by one: a typo gets Arguments' "has no field ...; did you mean ...?"
+        if name in args.__dataclass_fields__ and not args.__dataclass_fields__[name].init:
+            raise ValueError(f"{name!r} is set by the run itself, not by a candidate")
         setattr(args, name, value)
     return args
 

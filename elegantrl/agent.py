@@ -1153,7 +1153,8 @@ class AgentMCTS(AgentBase):
             return policy.argmax(dim=1)
         # visits^(1/T) through the log: for a small T the power itself underflows to 0 for every action; an action
         # never visited stays at log 0 = -inf, probability 0, at every T
-        return torch.multinomial((policy.log() / self.temperature).softmax(dim=1), 1).squeeze(1)
+        log_policy = policy.log()
+        return torch.multinomial(((log_policy - log_policy.amax(dim=1, keepdim=True)) / self.temperature).softmax(dim=1), 1).squeeze(1)
 
     def explore_env(self, env: Any, horizon: int, if_random: bool = False) -> SearchTransitions:
         """`AgentBase.explore_env` with the search's findings: a `SearchTransitions` of shape ``(horizon, num_envs, ...)``.

@@ -9,6 +9,7 @@ actions to the env's own bounds.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import difflib
 import functools
 import inspect
@@ -248,13 +249,14 @@ class PreprocessEnv(gym.Env):
                                  f"diverged (NaN or inf). Try a lower learning_rate or reward_scale.")
 
     def _env_limit(self) -> int | None:
-        layer, seen = self.env, set()
-        while layer is not None and id(layer) not in seen:  # a TimeLimit under other wrappers: they do not pass its limit on
+        # every TimeLimit in the wrapper chain, under other wrappers too (they do not pass its limit on): the shortest
+        # ends the episodes; an env's own attribute named env is another env, not a layer, and is not entered
+        limits, layer = [], self.env
+        while layer is not None:
             if limit := getattr(layer, "_max_episode_steps", None):
-                return limit
-            seen.add(id(layer))
-            layer = layer.__dict__.get("env") if hasattr(layer, "__dict__") else None
-        return getattr(self.spec, "max_episode_steps", None)
+                limits.append(limit)
+            layer = layer.env if hasattr(layer, "env") and getattr(layer, "unwrapped", layer) is not layer else None
+        return min(limits, default=None) or getattr(self.spec, "max_episode_steps", None)
 
     def set_max_step(self, max_step: int) -> None:
         """Truncates episodes at `max_step` env steps (a time limit: truncated, not terminated)."""
@@ -318,7 +320,12 @@ def env_recipe(env: PreprocessEnv) -> Callable[[], PreprocessEnv]:
         except TypeError:
             if spec is None or spec.id not in gym.registry:
                 raise
-            maker = spec.id
+            try:  # the spec whole: its id alone would drop the kwargs it was made with (Pendulum's g); not the user's
+                # wrappers it lists, which gym.make cannot make again (they are why the env did not travel)
+                bare = dataclasses.replace(spec, additional_wrappers=())
+                maker = functools.partial(_call_unpickled, _travelling(functools.partial(gym.make, bare), env.env_name))
+            except TypeError:
+                maker = spec.id
     return functools.partial(_remake_env, maker, env.target_return, _copy_limit(env), _travelling(env._make_kwargs, env.env_name))
 
 

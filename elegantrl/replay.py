@@ -34,11 +34,13 @@ def free_memory(device: torch.device) -> int | None:
     except (OSError, KeyError, ValueError, RuntimeError):
         return None
     try:
-        with open("/sys/fs/cgroup/memory.max") as limit, open("/sys/fs/cgroup/memory.current") as used:
-            free = min(free, int(limit.read()) - int(used.read()))
-    except (OSError, ValueError):  # no cgroup v2, or "max": no limit
+        with open("/sys/fs/cgroup/memory.max") as limit, open("/sys/fs/cgroup/memory.current") as used, \
+                open("/sys/fs/cgroup/memory.stat") as stat:
+            cache = int(dict(line.split() for line in stat)["inactive_file"])  # page cache the kernel takes back when asked
+            free = min(free, int(limit.read()) - int(used.read()) + cache)
+    except (OSError, ValueError, KeyError):  # no cgroup v2, or "max": no limit
         pass
-    return free
+    return max(free, 0)
 
 
 def allocate_storage(name: str, max_memo: int, device: torch.device, shapes: dict[str, tuple[tuple[int, ...], torch.dtype]],

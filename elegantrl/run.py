@@ -406,7 +406,8 @@ class Arguments:
         path = os.path.realpath(self.cwd)
         if self._folder_lock is not None and self._folder_lock.path == path and self._folder_lock.is_held:
             return  # init_before_training, then train_and_evaluate: one run
-        self.release_folder()
+        if self._folder_lock is not None:  # another folder's: let it go, but not the folders just made for this one
+            self._folder_lock.release()
         self._folder_lock = FolderLock.acquire(path, self.cwd)
 
     def release_folder(self) -> None:
@@ -414,6 +415,7 @@ class Arguments:
         if self._folder_lock is not None:
             self._folder_lock.release()
             self._folder_lock = None
+        self._made_folders = []  # no longer this run's to remove: another may hold them now
 
     def _claim_new_folder(self) -> None:
         """Sets `cwd` to the first of runs/<env>_<agent>_<seed>, -2, -3, ... that this run creates itself.
@@ -436,8 +438,11 @@ class Arguments:
     def _make_folder(self, cwd: str, if_new: bool) -> bool:
         """Makes `cwd` and the folders above it (remembered for `discard_new_folder`); with `if_new`, through one
         `os.mkdir`, which fails where another process made the folder first: then False, and nothing is made."""
-        # where this call makes nothing, the folders an earlier one made (init_before_training's) are still this run's
-        self._made_folders = [path for path in parent_folders(cwd) if not os.path.exists(path)] or self._made_folders
+        # where this call makes nothing in the folder this run already holds, the folders its earlier call made
+        # (init_before_training's) are still this run's to remove on a failed start
+        made = [path for path in parent_folders(cwd) if not os.path.exists(path)]
+        held = self._folder_lock is not None and self._folder_lock.is_held and self._folder_lock.path == os.path.realpath(cwd)
+        self._made_folders = made or (self._made_folders if held else [])
         try:
             os.makedirs(os.path.dirname(os.path.abspath(cwd)), exist_ok=True)
             if if_new:

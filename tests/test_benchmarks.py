@@ -231,6 +231,8 @@ TUNE = [sys.executable, os.path.join(ROOT, "benchmarks", "tune.py"), "--agent", 
     (["--candidate", "a", "{}", "--target", "nan"], "argument --target: must be a finite number, got 'nan'"),
     (["--candidate", "a", "{}", "--budget", "0"], "argument --budget: must be a whole number of 1 or more"),
     (["--candidate", "a", "{}", "--agent", "AgentD3QNN"], "elegantrl.agent has AgentDQN, "),  # was: only the variants
+    (["--candidate", "a", "{}", "--agent", "AgentBase"], "no agent class 'AgentBase'"),  # a family base: not an agent to train
+    (["--candidate", "a", '{"tuned_settings": [1]}'], "'tuned_settings' is set by the run itself"),
 ])
 def test_a_sweep_refuses_bad_arguments_and_candidates_before_it_trains(tmp_path, flags, message):
     assert message in refused(tmp_path, [*TUNE, *flags])

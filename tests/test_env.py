@@ -655,3 +655,38 @@ def test_a_time_limit_under_another_wrapper_is_the_envs_limit():
     assert PreprocessEnv(wrapped).max_step == 6  # read 1000 before, into config.json, while episodes ended at 6
     with pytest.warns(UserWarning, match="truncates its episodes itself at 6 steps, before max_step=50"):
         PreprocessEnv(gym.wrappers.RecordEpisodeStatistics(gym.wrappers.TimeLimit(Forever(), 6)), max_step=50)
+
+
+def test_an_env_that_holds_another_env_is_not_its_wrapper():
+    class Replaying(gym.Env):  # a user's env that plays an inner env: its limit is not this env's
+        observation_space = gym.spaces.Box(-8.0, 8.0, (3,), np.float32)
+        action_space = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+
+        def __init__(self):
+            self.env = gym.make("Pendulum-v1")
+
+        def reset(self, *, seed=None, options=None):
+            return self.env.reset(seed=seed)
+
+        def step(self, action):
+            obs, reward, _, _, info = self.env.step(action)
+            return obs, reward, False, False, info
+
+    env = PreprocessEnv(Replaying())
+    assert env.max_step == DEFAULT_MAX_STEP and env._own_limit == DEFAULT_MAX_STEP  # it truncates at the default itself
+    # of two limits the shorter ends the episodes
+    assert PreprocessEnv(gym.wrappers.TimeLimit(gym.make("Pendulum-v1"), 1000)).max_step == 200
+
+
+def test_an_env_that_cannot_travel_is_remade_from_its_whole_spec():
+    import threading
+
+    from elegantrl.env import env_recipe
+
+    class Locked(gym.Wrapper):  # a lock cannot be pickled, so a copy comes from the registered spec
+        def __init__(self, env):
+            super().__init__(env)
+            self.lock = threading.Lock()
+
+    copy = env_recipe(PreprocessEnv(Locked(gym.make("Pendulum-v1", g=2.0)), max_step=150))()
+    assert copy.env.unwrapped.g == 2.0 and copy.max_step == 150  # from its id alone it was g=10

@@ -199,6 +199,20 @@ def test_without_a_system_lock_a_prepared_run_still_trains_in_the_folder_it_prep
     assert args.cwd == prepared and os.listdir("runs") == ["CartPole-v1_DQN_3"]
 
 
+def test_a_failed_start_removes_only_folders_this_run_still_holds(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    first = Arguments(agent=AgentDQN(), env="CartPole-v1", cwd="runs/x", **TINY)
+    first.init_before_training()  # makes runs/ and runs/x
+    first.release_folder()
+    second = Arguments(agent=AgentDQN(), env="CartPole-v1", cwd="runs/x", **TINY)
+    second.init_before_training()  # runs/x is now second's
+    os.mkdir("other")
+    first.cwd, first.max_memo = "other", 2**40  # a start that fails when the buffer is made
+    with pytest.raises(MemoryError):
+        train_and_evaluate(first)
+    assert os.path.isdir("runs/x") and os.path.isdir("other")  # runs/x was removed, though second held it
+
+
 def test_config_json_keeps_only_env_kwargs_that_come_back_the_same():
     from elegantrl.run import json_env_kwargs
 
