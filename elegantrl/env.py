@@ -105,10 +105,12 @@ class PreprocessEnv(gym.Env):
         self.action_space, self.action_dim, self.if_discrete = self._convert_action_space(env.action_space)
 
         own_limit = self._env_limit()
-        self._own_limit = None if own_limit else DEFAULT_MAX_STEP
+        # a limit its spec names but no TimeLimit enforces (gym.make(id).unwrapped): this wrapper enforces it
+        spec_limit = None if own_limit else getattr(spec, "max_episode_steps", None)
+        self._own_limit = None if own_limit else spec_limit or DEFAULT_MAX_STEP
         # many envs without a limit end their own episodes (StockTradingEnv): warn only if one reaches the default
-        self._warn_at_limit = not own_limit
-        self.max_step: int = int(own_limit or DEFAULT_MAX_STEP)
+        self._warn_at_limit = not (own_limit or spec_limit)
+        self.max_step: int = int(own_limit or spec_limit or DEFAULT_MAX_STEP)
         if max_step is not None:
             self.set_max_step(max_step)
         self._episode_step = 0
@@ -256,7 +258,7 @@ class PreprocessEnv(gym.Env):
             if limit := getattr(layer, "_max_episode_steps", None):
                 limits.append(limit)
             layer = layer.env if hasattr(layer, "env") and getattr(layer, "unwrapped", layer) is not layer else None
-        return min(limits, default=None) or getattr(self.spec, "max_episode_steps", None)
+        return min(limits, default=None)
 
     def set_max_step(self, max_step: int) -> None:
         """Truncates episodes at `max_step` env steps (a time limit: truncated, not terminated)."""

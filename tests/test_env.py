@@ -690,3 +690,18 @@ def test_an_env_that_cannot_travel_is_remade_from_its_whole_spec():
 
     copy = env_recipe(PreprocessEnv(Locked(gym.make("Pendulum-v1", g=2.0)), max_step=150))()
     assert copy.env.unwrapped.g == 2.0 and copy.max_step == 150  # from its id alone it was g=10
+
+
+def test_a_limit_the_spec_names_but_no_time_limit_enforces_is_enforced_here():
+    raw = gym.make("CartPole-v1").unwrapped
+    raw.spec = gym.spec("CartPole-v1")  # its spec says 500 steps, but no TimeLimit is left around it
+    env = PreprocessEnv(raw)
+    assert env.max_step == 500 and env._own_limit == 500  # before: 500 read from the spec, and nothing truncated
+    env.reset(seed=0)
+    raw.state = np.zeros(4)
+    steps, truncated, terminated = 0, False, False
+    while not (truncated or terminated):
+        raw.state = np.zeros(4)  # held upright: only a time limit ends this episode
+        _, _, terminated, truncated, _ = env.step(steps % 2)
+        steps += 1
+    assert truncated and not terminated and steps == 500
