@@ -11,41 +11,35 @@ import ctypes
 import math
 import os
 import signal
+from collections.abc import Callable
+from typing import Any
 
 RUNNER_PID = "BENCHMARK_RUNNER_PID"  # set in a job's environment by the process that waits for it
 
 
+def _parsed(text: str, convert: Callable[[str], Any], is_valid: Callable[[Any], bool], need: str) -> Any:
+    try:
+        value = convert(text)
+    except ValueError:
+        value = None
+    if value is None or not is_valid(value):
+        raise argparse.ArgumentTypeError(f"{need}, got {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """An argparse type: a whole number of 1 or more (env steps, repeats, jobs)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of 1 or more, got {text!r}")
-    return value
+    return _parsed(text, int, lambda value: value >= 1, "must be a whole number of 1 or more")
 
 
 def random_seed(text: str) -> int:
     """An argparse type: a random seed, a whole number from 0 to 2**32 - 1 (what elegantrl and SB3 accept)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value < 2**32:
-        raise argparse.ArgumentTypeError(f"a seed is a whole number from 0 to 2**32 - 1, got {text!r}")
-    return value
+    return _parsed(text, int, lambda value: 0 <= value < 2**32, "a seed is a whole number from 0 to 2**32 - 1")
 
 
 def finite_float(text: str) -> float:
     """An argparse type: a finite number (a target return)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
-    return value
+    return _parsed(text, float, math.isfinite, "must be a finite number")
 
 
 def check_distinct_seeds(parser: argparse.ArgumentParser, seeds: list[int]) -> None:
