@@ -84,6 +84,7 @@ def gradient_rank(rank: int, world_size: int, init_method: str, folder: str) -> 
                     "own": [p.grad for p in own.critic.parameters()],
                     "rank_weights": list(agent.critic.parameters()), "alone_weights": list(alone.critic.parameters())},
                    f"{folder}/gradient{rank}.pt")
+        dist.barrier()  # both done before either tears down: gloo may abort a rank whose peer left mid-teardown
     finally:
         dist.destroy_process_group()
 
@@ -117,6 +118,7 @@ def target_kl_rank(rank: int, world_size: int, init_method: str, folder: str) ->
         buffer.extend(rollout)
         agent.update_net(buffer, 512)
         torch.save(agent.actor_optimizer.state_dict()["state"][0]["step"], f"{folder}/steps{rank}.pt")
+        dist.barrier()  # both done before either tears down: gloo may abort a rank whose peer left mid-teardown
     finally:
         dist.destroy_process_group()
 
@@ -139,6 +141,7 @@ def training_rank(rank: int, world_size: int, init_method: str, folder: str) -> 
         # rank 0 returns its best actor, so its final state is the checkpoint's
         state = torch.load(f"{folder}/run/agent.pth", weights_only=True) if rank == 0 else agent.state_dict()
         torch.save({"agent": state, "last_state": torch.as_tensor(agent.last_state)}, f"{folder}/agent{rank}.pt")
+        dist.barrier()  # both done before either tears down: gloo may abort a rank whose peer left mid-teardown
     finally:
         dist.destroy_process_group()
 
