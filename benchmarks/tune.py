@@ -104,8 +104,8 @@ def run_one(options: argparse.Namespace, name: str, settings: dict[str, Any], se
     folder = job["folder"]
     from benchmarks.cli import job_environment
 
-    threads = job_environment(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--job", json.dumps(job)], env=threads)
+    env = job_environment(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--job", json.dumps(job)], env=env)
     from benchmarks.runner import OURS, Job, summarise  # imported by main() before the first run: this is a lookup
 
     summary = summarise(Job(f"tune-{options.env}", OURS, options.agent, seed, options.budget, folder), options.target, done.returncode == 0)

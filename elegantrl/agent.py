@@ -1181,10 +1181,10 @@ class AgentMCTS(AgentBase):
         No step (and ``{}``) until an episode has ended: the buffer keeps whole episodes, and an env's first ones may outlast
         the warm-up (Acrobot's random episodes run to their 500-step limit)."""
         update_times = self.earn_updates(new_steps)
-        ready = torch.tensor([float(len(buffer) > 0)], device=self.device)
+        ready = len(buffer) > 0
         if self.learner_group is not None:  # every rank takes the same steps, or the gradient averaging waits forever
-            ready = self.learner_group.mean(ready)
-        if ready.item() < 1.0:
+            ready = self.learner_group.mean(torch.tensor([float(ready)], device=self.device)).item() == 1.0
+        if not ready:
             return {}
         return run_and_average(self.update_step(buffer) for _ in range(update_times))
 

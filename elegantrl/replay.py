@@ -44,8 +44,9 @@ def free_memory(device: torch.device) -> int | None:
 
 
 def allocate_storage(name: str, max_memo: int, device: torch.device, shapes: dict[str, tuple[tuple[int, ...], torch.dtype]],
-                     make: Callable[..., torch.Tensor]) -> dict[str, torch.Tensor]:
-    """`make(max_memo, *shape, dtype=...)` for each of `shapes` ({field: (shape, dtype)}), after checking that they fit.
+                     make: Callable[..., torch.Tensor] = torch.empty) -> dict[str, torch.Tensor]:
+    """`make((max_memo, *shape), dtype=..., device=device)` for each of `shapes` ({field: (shape, dtype)}), after checking
+    that they fit.
 
     A buffer is allocated whole at the start, and pages it has not written yet cost nothing until the ring
     reaches them: one bigger than the free memory fails only when it fills, hours in, or takes the machine
@@ -59,7 +60,7 @@ def allocate_storage(name: str, max_memo: int, device: torch.device, shapes: dic
         raise MemoryError(f"{name}(max_memo={max_memo:,d}) needs {needed / 2**30:.1f} GiB ({per_transition:,d} bytes a transition) "
                           f"on {device}, which has {free / 2**30:.1f} GiB free: {advice}")
     try:
-        return {field: make(max_memo, *shape, dtype=dtype) for field, (shape, dtype) in shapes.items()}
+        return {field: make((max_memo, *shape), dtype=dtype, device=device) for field, (shape, dtype) in shapes.items()}
     except RuntimeError as error:
         if not (isinstance(error, getattr(torch, "OutOfMemoryError", ())) or "alloc" in str(error)):  # not torch's allocator: not ours to explain
             raise
@@ -110,8 +111,7 @@ class ReplayBuffer:
         floats, flags = torch.float32, torch.bool
         shapes = dict(state=((state_dim,), floats), action=((1,), torch.int64) if if_discrete else ((action_dim,), floats),
                       reward=((), floats), terminated=((), flags), truncated=((), flags), next_state=((state_dim,), floats))
-        storage = allocate_storage("ReplayBuffer", self.max_memo, self.device, shapes,
-                                   lambda *shape, dtype: torch.empty(shape, dtype=dtype, device=self.device))
+        storage = allocate_storage("ReplayBuffer", self.max_memo, self.device, shapes)
         self.state, self.action, self.reward, self.terminated, self.truncated, self.next_state = storage.values()
 
         self.pointer = 0  # where the next transition is written
@@ -230,10 +230,8 @@ class EpisodeBuffer:
         shapes = dict(observation=((state_dim,), floats), action=((), counts), reward=((), floats), policy=((action_dim,), floats),
                       root_value=((), floats), value_target=((), floats), position=((), counts), length=((), counts),
                       end_value=((), floats), terminated=((), torch.bool), priority=((), floats))
-        storage = allocate_storage("EpisodeBuffer", max_memo, self.device, shapes,
-                                   lambda *shape, dtype: torch.zeros(shape, dtype=dtype, device=self.device))
-        self.observation, self.action, self.reward, self.policy, self.root_value, self.value_target = list(storage.values())[:6]
-        self.position, self.length, self.end_value, self.terminated, self.priority = list(storage.values())[6:]
+        (self.observation, self.action, self.reward, self.policy, self.root_value, self.value_target, self.position, self.length,
+         self.end_value, self.terminated, self.priority) = allocate_storage("EpisodeBuffer", max_memo, self.device, shapes, torch.zeros).values()
         self.episode_lengths: deque[int] = deque()  # the stored episodes, oldest first
         self.head = 0  # slot of the oldest stored position
         self.cur_size = 0  # stored positions (transitions)

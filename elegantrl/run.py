@@ -59,13 +59,9 @@ class FolderLock:
     process) holds nothing.
     """
 
-    def __init__(self, path: str, fd: int | None, if_active: bool = True):
-        self.path, self.fd, self.if_active = path, fd, if_active
-
-    @property
-    def is_held(self) -> bool:
-        """Whether this object still has the folder (taken and not released), with or without a system lock."""
-        return self.if_active
+    def __init__(self, path: str, fd: int | None, is_held: bool = True):
+        # is_held: taken and not yet released, with or without a system lock (fd)
+        self.path, self.fd, self.is_held = path, fd, is_held
 
     @classmethod
     def acquire(cls, path: str, shown: str) -> FolderLock:
@@ -88,7 +84,7 @@ class FolderLock:
 
     def release(self) -> None:
         """Drops the lock; a second call does nothing."""
-        self.if_active = False
+        self.is_held = False
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
@@ -855,7 +851,7 @@ def load_for_resume(agent: AgentBase, args: Arguments) -> None:
         agent.save_or_load_agent(args.cwd, if_save=False)
     except (RuntimeError, KeyError) as error:  # torch's size mismatch, or a part this agent has and the run's had not
         saved = read_config(args.cwd).get("agent_settings", {})
-        now = {**getattr(agent, "tuned_settings", {}), **(agent.given_settings or {})}
+        now = chosen_settings(agent)
 
         def shown(settings: dict[str, Any], name: str) -> str:
             return repr(settings[name]) if name in settings else "the default"
@@ -937,13 +933,17 @@ def _write_json(path: str, value: Any) -> None:
         json.dump(value, file, indent=2)
 
 
+def chosen_settings(agent: AgentBase) -> dict[str, Any]:
+    """The agent's constructor settings that were chosen, by the caller or by a tuned entry (the caller's win)."""
+    return {**getattr(agent, "tuned_settings", {}), **(agent.given_settings or {})}
+
+
 def json_settings(agent: AgentBase) -> dict[str, Any]:
-    """The agent's constructor settings that were chosen, by the caller or by a tuned entry, for config.json.
+    """`chosen_settings` for config.json.
 
     A setting JSON cannot hold (an object the caller passed) is left out: `load_agent` then uses its default.
     """
-    settings = {**getattr(agent, "tuned_settings", {}), **(agent.given_settings or {})}
-    settings = {name: value.item() if isinstance(value, np.generic) else value for name, value in settings.items()}
+    settings = {name: value.item() if isinstance(value, np.generic) else value for name, value in chosen_settings(agent).items()}
     dropped = [name for name, value in settings.items() if not _is_json(value)]
     if dropped:
         warnings.warn(f"config.json cannot hold {type(agent).__name__}'s settings {dropped}; load_agent will build the agent "
