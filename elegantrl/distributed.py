@@ -150,7 +150,20 @@ def join_learners(args: Any) -> LearnerGroup | None:
     return group
 
 
-def leave_learners(group: LearnerGroup | None) -> None:
-    """Ends the process group where `join_learners` made it (one made by the caller is the caller's to end)."""
-    if group is not None and group.made_here and dist.is_initialized():
-        dist.destroy_process_group()
+def leave_learners(group: LearnerGroup | None, finished: bool = False) -> None:
+    """Ends the process group where `join_learners` made it (one made by the caller is the caller's to end).
+
+    Every rank of a run that `finished` calls it so: the ranks first meet at a barrier, because Gloo
+    may abort a rank (SIGABRT, and so a failed exit status after a good run) whose peer closes its
+    sockets while it is still tearing its own down. After a failure no rank waits for the others.
+    """
+    if group is None or not dist.is_initialized():
+        return
+    try:
+        if finished:
+            dist.barrier()
+    except RuntimeError:  # a rank that failed after the last round: its own error is the one to see
+        pass
+    finally:
+        if group.made_here:
+            dist.destroy_process_group()

@@ -433,9 +433,10 @@ def start_learner_ranks(args: Arguments, recipes: tuple[Callable, Callable], blu
     return ranks, group
 
 
-def stop_learner_ranks(ranks: Processes | None, group: LearnerGroup | None, grace: float = 30.0) -> None:
-    """Leaves the process group (where this process made it), then waits for the ranks it started, if any."""
-    leave_learners(group)  # first: a rank still waiting in a collective for this one then fails at once
+def stop_learner_ranks(ranks: Processes | None, group: LearnerGroup | None, grace: float = 30.0, finished: bool = False) -> None:
+    """Leaves the process group (where this process made it; see `leave_learners` for `finished`), then
+    waits for the ranks it started, if any."""
+    leave_learners(group, finished)  # first: a rank still waiting in a collective for this one then fails at once
     if ranks is not None:
         ranks.shutdown(grace)
 
@@ -517,7 +518,7 @@ def train_multiprocess(args: Arguments) -> AgentBase:
                     args.discard_new_folder()
             finally:  # also when the final save fails: a folder left locked would refuse its own resume
                 args.release_folder()
-                stop_learner_ranks(ranks, group, rank_grace)
+                stop_learner_ranks(ranks, group, rank_grace, finished)
                 args.agent.learner_group = None  # the group is gone: the returned agent learns alone
     return load_best_actor(args, args.agent, learner.clock.best_return) if is_main else args.agent
 

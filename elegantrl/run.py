@@ -7,6 +7,7 @@ import contextlib
 import csv
 import dataclasses
 import difflib
+import functools
 import importlib
 import inspect
 import itertools
@@ -20,6 +21,7 @@ import tempfile
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,7 +55,8 @@ class FolderLock:
     """A run's hold on its folder: an exclusive ``flock`` on the folder itself, so a second run, a resume
     or an ``if_remove`` of the same folder is refused while this run writes there. Nothing is written to
     the folder, and the system drops the lock when the process ends, however it ends (SIGKILL included),
-    so a killed run leaves no stale lock (an env worker forked from it holds it until it exits too).
+    so a killed run leaves no stale lock. A process forked from the run (an async env's worker) closes
+    its copy of the lock at once: one that outlives a killed run would otherwise keep the folder locked.
     Where the file system has no such locks (Windows, some network file systems) a run goes on without
     one; on NFS the lock guards against runs on the same machine only. A copy (pickled into another
     process) holds nothing.
@@ -80,7 +83,17 @@ class FolderLock:
         except OSError:  # no locks on this file system
             os.close(fd)
             return cls(path, None)
-        return cls(path, fd)
+        lock = cls(path, fd)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=functools.partial(cls._forget_in_child, weakref.ref(lock)))
+        return lock
+
+    @staticmethod
+    def _forget_in_child(ref: weakref.ReferenceType) -> None:
+        lock = ref()
+        if lock is not None and lock.fd is not None:
+            os.close(lock.fd)  # closing a copy drops no lock: the run's own descriptor still holds it
+            lock.fd, lock.is_held = None, False
 
     def release(self) -> None:
         """Drops the lock; a second call does nothing."""
@@ -1174,23 +1187,31 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
     """
     args.check()
     group = join_learners(args)
-    if group is None and len(args.learner_gpus or ()) > 1:
-        raise ValueError(f"learner_gpus={args.learner_gpus} asks for several learners: train them with train_and_evaluate_mp, "
-                         f"which starts one process per learner, or launch this script with torchrun")
     is_main = group is None or group.is_main  # rank 0 alone evaluates and writes
     agent, env = args.agent, args.env
-    with starting_in_new_folder(args) if is_main else contextlib.nullcontext():
-        seed = build_agent(args, group)
-        explore_env = build_vector_env(env, args.num_envs, args.if_async_envs) if args.num_envs > 1 else env
-        agent.reset_exploration(explore_env, seed)
-        buffer = agent.make_buffer(args.max_memo)
-        evaluator = None
-        if is_main:
-            evaluator = Evaluator(args.cwd, args.eval_env or clone_env(env), args.eval_gap, args.eval_times1, args.eval_times2,
-                                  args.target_return, seed, args.if_print, args.if_tensorboard, curve_title(args))
-            if args.if_resume:
-                evaluator.resume(agent.total_steps)
-            write_config(args, group)
+    explore_env = env
+    try:
+        if group is None and len(args.learner_gpus or ()) > 1:
+            raise ValueError(f"learner_gpus={args.learner_gpus} asks for several learners: train them with train_and_evaluate_mp, "
+                             f"which starts one process per learner, or launch this script with torchrun")
+        with starting_in_new_folder(args) if is_main else contextlib.nullcontext():
+            seed = build_agent(args, group)
+            explore_env = build_vector_env(env, args.num_envs, args.if_async_envs) if args.num_envs > 1 else env
+            agent.reset_exploration(explore_env, seed)
+            buffer = agent.make_buffer(args.max_memo)
+            evaluator = None
+            if is_main:
+                evaluator = Evaluator(args.cwd, args.eval_env or clone_env(env), args.eval_gap, args.eval_times1,
+                                      args.eval_times2, args.target_return, seed, args.if_print, args.if_tensorboard,
+                                      curve_title(args))
+                if args.if_resume:
+                    evaluator.resume(agent.total_steps)
+                write_config(args, group)
+    except BaseException:  # a failed start: its env workers and its place among the learners go too
+        if explore_env is not env:
+            close_vector_env(explore_env)
+        leave_learners(group)
+        raise
 
     with signal_handlers({signal.SIGTERM: raise_terminated}):  # also over the final save: SIGTERM then still means 143
         finished = False
@@ -1216,7 +1237,7 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
                     save_run(args, agent, evaluator, if_failed=not finished)
             finally:  # also when the final save fails (a full disk): a folder left locked would refuse its own resume
                 args.release_folder()
-                leave_learners(group)
+                leave_learners(group, finished)
                 agent.learner_group = None  # the group is gone: the returned agent learns alone
     return load_best_actor(args, agent, evaluator.best_return) if evaluator is not None else agent
 

@@ -3,6 +3,7 @@
 import concurrent.futures
 import csv
 import math
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -244,6 +245,30 @@ def test_a_live_run_keeps_its_folder_and_a_killed_one_lets_go(tmp_path):
     # SIGKILL ran no cleanup, and yet the folder is free: the system drops the lock with the process
     Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(cwd), if_remove=True).init_before_training()
     assert os.listdir(cwd) == []
+
+
+@pytest.mark.timeout(60)
+def test_a_process_forked_from_a_run_does_not_keep_its_folder_locked(tmp_path):
+    # an async env's worker is forked from the run; if the run is killed first, its folder must be free at once
+    args = Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(tmp_path / "run"))
+    args.init_before_training()
+    child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(30,))
+    child.start()
+    try:
+        args.release_folder()  # as the kill of the run would: the child lives on
+        Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(tmp_path / "run"), if_remove=True).init_before_training()
+    finally:
+        child.kill()
+        child.join(timeout=30)
+
+
+@pytest.mark.timeout(120)
+def test_a_failed_start_closes_its_async_env_workers(tmp_path):
+    args = Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(tmp_path / "run"), num_envs=2, if_async_envs=True,
+                     max_memo=2**40, **TINY)  # fails when the buffer is made, after the vector env started
+    with pytest.raises(MemoryError) as failure:
+        train_and_evaluate(args)
+    assert failure.value is not None and multiprocessing.active_children() == []  # closed, not left to the garbage collector
 
 
 def test_train_and_evaluate_writes_the_run_folder(tmp_path):
