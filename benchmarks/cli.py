@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 RUNNER_PID = "BENCHMARK_RUNNER_PID"  # set in a job's environment by the process that waits for it
+RUN_TIMEOUT_SECONDS = 3600  # one training run of the learners and MuZero measurements; one that hangs fails, not waits forever
 
 
 def _parsed(text: str, convert: Callable[[str], Any], is_valid: Callable[[Any], bool], need: str) -> Any:

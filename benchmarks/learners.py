@@ -31,7 +31,7 @@ import torch.distributed as dist
 import torch.multiprocessing
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository, for `import benchmarks`
-from benchmarks.cli import check_distinct_seeds, positive_int, random_seed  # noqa: E402
+from benchmarks.cli import RUN_TIMEOUT_SECONDS, check_distinct_seeds, positive_int, random_seed  # noqa: E402
 from benchmarks.report import machine, median  # noqa: E402
 from benchmarks.rows import HERE  # noqa: E402
 from elegantrl.agent import AgentSAC
@@ -92,13 +92,18 @@ def run_update_throughput(updates: int = 256, repeats: int = 15) -> list[dict]:
         context = torch.multiprocessing.get_context("spawn")
         ranks = [context.Process(target=rank_probe, args=(rank, 2, f"file://{folder}/rendezvous", updates, repeats, folder))
                  for rank in range(2)]
-        for process in ranks:
-            process.start()
-        for process in ranks:
-            process.join(600)
-            if process.exitcode != 0:
-                process.kill()
-                raise RuntimeError("a rank of the probe failed")
+        try:
+            for process in ranks:
+                process.start()
+            for process in ranks:
+                process.join(600)
+                if process.exitcode != 0:
+                    raise RuntimeError(f"a rank of the probe failed (exit status {process.exitcode}, None: still running after 600 s)")
+        finally:  # the other rank would wait in a collective for the failed one, and the script would never exit
+            for process in ranks:
+                if process.is_alive():
+                    process.kill()
+                    process.join()
         per_rank = [torch.load(f"{folder}/rank{rank}.pt") for rank in range(2)]
     return [{"setup": "1 learner alone", "updates_per_s_median": median(alone), "allreduce_ms_per_update": 0.0},
             *({"setup": f"rank {rank} of 2 (Gloo)", "updates_per_s_median": median(probe["rates"]),
@@ -116,7 +121,7 @@ def run_sac_pendulum(seeds: list[int], budget: int, work_dir: str) -> list[dict]
             launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"] if learners == 2 else []
             start = time.perf_counter()
             subprocess.run([sys.executable, *launcher, "-m", "elegantrl", *flags], check=True, capture_output=True,
-                           env={**os.environ, "OMP_NUM_THREADS": "1"})
+                           env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=RUN_TIMEOUT_SECONDS)
             wall = time.perf_counter() - start
             with open(os.path.join(cwd, "recorder.csv")) as file:
                 rows = list(csv.DictReader(file))

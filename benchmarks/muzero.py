@@ -25,7 +25,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository, for `import benchmarks`
 from learners import write
 
-from benchmarks.cli import check_distinct_seeds, random_seed  # noqa: E402
+from benchmarks.cli import RUN_TIMEOUT_SECONDS, check_distinct_seeds, random_seed  # noqa: E402
 from benchmarks.report import median  # noqa: E402
 from elegantrl.agent import AgentMuZero
 
@@ -39,7 +39,7 @@ def run_cartpole(seeds: list[int], work_dir: str) -> list[dict]:
         start = time.perf_counter()
         subprocess.run([sys.executable, "-m", "elegantrl", "--agent", "MuZero", "--env", "CartPole-v1", "--num-envs", "8",
                         "--target-return", str(TARGET), "--break-step", str(BUDGET), "--seed", str(seed), "--cwd", cwd, "--no-print"],
-                       check=True, capture_output=True)
+                       check=True, capture_output=True, timeout=RUN_TIMEOUT_SECONDS)
         wall = time.perf_counter() - start
         with open(os.path.join(cwd, "recorder.csv")) as file:
             rows = list(csv.DictReader(file))

@@ -8,7 +8,6 @@ import json
 import math
 import os
 import queue
-import shutil
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 from benchmarks.cli import end_with_runner, job_environment
 from benchmarks.report import finish_row, fmt, label
 from benchmarks.rows import OURS, ROOT, ROWS, SB3, TARGET_HOLD, Row, sb3_class
+from elegantrl.run import RUN_FILE
 
 # ---- one training job (runs in its own interpreter) ------------------------------------------
 
@@ -151,14 +151,30 @@ def run_job(job: Job) -> None:
 # ---- running the jobs and summarising them ---------------------------------------------------
 
 
+def fresh_job_folder(path: str) -> None:
+    """Makes a job's run folder at `path`, emptied of an earlier job's files (an elegantrl run's, SB3's
+    recorder.csv, job.json). A folder there that holds anything else is not a job's: FileExistsError,
+    deleting nothing, so that a --work-dir pointed at a folder of the user's loses nothing."""
+    if os.path.lexists(path):
+        names = os.listdir(path) if os.path.isdir(path) and not os.path.islink(path) else None
+        strangers = [name for name in names or () if not ((RUN_FILE.fullmatch(name) or name == "job.json")
+                                                         and os.path.isfile(os.path.join(path, name))
+                                                         and not os.path.islink(os.path.join(path, name)))]
+        if names is None or strangers:
+            raise FileExistsError(f"{path} is not a benchmark job's run folder (it holds {strangers or 'no folder'}): nothing "
+                                  f"was deleted. Move it away, or choose another --work-dir")
+        for name in names:
+            os.remove(os.path.join(path, name))
+    os.makedirs(path, exist_ok=True)
+
+
 def launch(job: Job, core: int | None = None) -> bool:
     """Runs `job` in a fresh interpreter, which pins itself to `core` if given, and waits for it; returns whether it exited cleanly.
 
     The child pins itself (`run_job`): a ``preexec_fn`` is not safe in a process with threads, and the
     jobs are launched from a thread pool.
     """
-    shutil.rmtree(job.folder, ignore_errors=True)
-    os.makedirs(job.folder)
+    fresh_job_folder(job.folder)
     # One thread for numpy/BLAS too, so neither library steals the second core.
     env = job_environment(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([ROOT, *filter(None, [env.get("PYTHONPATH")])])  # for `-m benchmarks` from any folder

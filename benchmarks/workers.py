@@ -38,7 +38,6 @@ import json
 import os
 import pickle
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -52,7 +51,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 from benchmarks.cli import check_distinct_seeds, positive_int, random_seed  # noqa: E402
 from benchmarks.report import fmt, machine, median  # noqa: E402
 from benchmarks.rows import HERE, ROWS, Row  # noqa: E402
-from benchmarks.runner import Job, summarise  # noqa: E402
+from benchmarks.runner import Job, fresh_job_folder, summarise  # noqa: E402
 from benchmarks.throughput import per_second, ratio_cells, write_throughput_report  # noqa: E402
 from elegantrl import agent as agent_module
 from elegantrl.agent import AgentBase, AgentSAC
@@ -346,8 +345,7 @@ def run_job(job_json: str) -> None:
 
 def launch_job(job: Job) -> None:
     """Runs `job` in a fresh interpreter and writes ``job.folder/job.json``: exit status and wall seconds, start to exit."""
-    shutil.rmtree(job.folder, ignore_errors=True)
-    os.makedirs(job.folder)
+    fresh_job_folder(job.folder)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
            "PYTHONPATH": os.pathsep.join([HERE, *filter(None, [os.environ.get("PYTHONPATH")])])}
     # `python -c`, not this script: spawned workers import the main script again, and this one would also import

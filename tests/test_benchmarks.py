@@ -277,3 +277,17 @@ def test_a_job_ends_when_its_runner_is_killed():
     else:
         os.kill(job, 9)  # still our job: it is alive, so its pid was not reused
         pytest.fail("the job outlived its runner")
+
+
+def test_a_job_folder_is_emptied_only_of_what_jobs_write(tmp_path):
+    job = tmp_path / "dqn-cartpole" / "sb3-DQN-seed0"
+    runner.fresh_job_folder(str(job))  # made
+    (job / "recorder.csv").write_text("step\n")
+    (job / "job.json").write_text("{}")
+    runner.fresh_job_folder(str(job))  # an earlier job's files go
+    assert os.listdir(job) == []
+    (job / "notes.txt").write_text("mine")  # a --work-dir that holds a folder of the user's by that name
+    (job / "recorder.csv").write_text("step\n")
+    with pytest.raises(FileExistsError, match="nothing was deleted"):
+        runner.fresh_job_folder(str(job))
+    assert sorted(os.listdir(job)) == ["notes.txt", "recorder.csv"]
