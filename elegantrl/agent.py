@@ -333,7 +333,8 @@ class AgentBase:
                               + delta.square() * self.state_count * count / total) / total)
         self.state_mean.add_(delta * count / total)
         self.state_count.copy_(total)
-        std = self.state_var.sqrt().clamp_min(1e-4)  # a constant state feature is left unscaled rather than blown up
+        # a feature constant so far keeps std 1 (unscaled): a tiny std would multiply its first move by thousands
+        std = torch.where(self.state_var > 1e-8, self.state_var.sqrt(), torch.ones_like(self.state_var))
         for part in self._saved_parts().values():
             if isinstance(part, nn.Module):
                 for module in part.modules():
@@ -809,11 +810,13 @@ class AgentDDPG(AgentOffPolicy):
     def init(self, *args: Any, **kwargs: Any) -> None:
         super().init(*args, **kwargs)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
-        self.ou_state = torch.zeros(self.action_dim, device=self.device)
+        self.ou_state = torch.zeros(0, self.action_dim, device=self.device)  # one row per env, made at the first action
 
     def select_action(self, state: torch.Tensor) -> torch.Tensor:
         action = self.actor(state)
-        if self.if_ou_noise:  # dx = -θx dt + σ dW with θ = 0.15: noise that drifts back to zero
+        if self.if_ou_noise:  # dx = -θx dt + σ dW with θ = 0.15: noise that drifts back to zero, its own for each env
+            if self.ou_state.shape != action.shape:
+                self.ou_state = torch.zeros_like(action)
             self.ou_state += -0.15 * self.ou_state + self.explore_noise * torch.randn_like(self.ou_state)
             noise = self.ou_state
         else:

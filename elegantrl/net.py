@@ -17,7 +17,7 @@ from torch import nn
 
 
 class StateNorm(nn.Module):
-    """(input - mean) / std, with the statistics as buffers so that they are saved with the network.
+    """(input - mean) / std, clipped to ±10, with the statistics as buffers so that they are saved with the network.
 
     The identity until ``AgentBase.update_state_norm`` sets them (``Arguments.if_state_norm``).
     Where the input is a state followed by an action (a Q critic), only the state part is set.
@@ -30,8 +30,10 @@ class StateNorm(nn.Module):
         # a Python flag, not a tensor test: the unnormalised path then costs nothing on every forward
         self.if_active = False
 
+    clip = 10.0  # normalised inputs stay within ±clip (as SB3's VecNormalize): a state far outside all seen so far
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return (x - self.mean) / self.std if self.if_active else x
+        return ((x - self.mean) / self.std).clamp(-self.clip, self.clip) if self.if_active else x
 
     @torch.no_grad()
     def set(self, mean: torch.Tensor, std: torch.Tensor) -> None:

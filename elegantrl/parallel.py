@@ -67,6 +67,7 @@ from elegantrl.run import (
     round_plan,
     save_run,
     say_stopped,
+    seed_everything,
     signal_handlers,
     starting_in_new_folder,
     stops_at_target,
@@ -165,7 +166,7 @@ def worker_main(index: int, recipe: Callable[[], PreprocessEnv], blueprint: byte
     env = explore_env = None
     try:
         parent = _child_setup(num_threads)
-        torch.manual_seed(seed)  # the exploration noise; the envs are seeded by reset_exploration
+        seed_everything(seed)  # the exploration noise, and an env's own draws from numpy's or Python's generator
         env = recipe()
         explore_env = build_vector_env(env, num_envs, if_async_envs) if num_envs > 1 else env
         agent: AgentBase = pickle.loads(blueprint)
@@ -295,12 +296,13 @@ class Processes:
             if process.exitcode is None:
                 continue
             for inbox in (self.ready, self.results):  # a child that raised said why before it exited
-                try:
-                    message = inbox.get(timeout=1.0)
-                except queue.Empty:
-                    continue
-                if message[0] == "error":
-                    self.raise_error(message)
+                while True:  # its error may queue behind other children's reports
+                    try:
+                        message = inbox.get(timeout=1.0)
+                    except queue.Empty:
+                        break
+                    if message[0] == "error":
+                        self.raise_error(message)
             code = process.exitcode
             how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
             hint = ("" if name in self.started else " while starting. A script that calls train_and_evaluate_mp must do so "
@@ -609,7 +611,7 @@ class Learner:
             for _ in range(args.rollout_num):
                 self.processes.receive(self.processes.ready)
             rollouts = [self._view(index, 0, horizon) for index in range(args.rollout_num)]  # worker order: one seed, one curve
-            self._learn(rollouts, if_update)
+            self._learn(rollouts, [if_update] * args.rollout_num)
 
     def _run_async(self) -> None:
         args, agent = self.args, self.agent
@@ -632,25 +634,27 @@ class Learner:
             messages = [self.processes.receive(self.processes.ready)]
             while (message := self.processes.receive(self.processes.ready, block=False)) is not None:
                 messages.append(message)
-            rollouts, if_update = [], False
+            rollouts, learned = [], []  # a warm-up rollout may come with learned ones: its steps buy no updates
             for _, index, slot_index, steps in messages:
                 # copied out of the slot before the worker may refill it
                 rollouts.append(Transitions(*(part.clone() for part in self._view(index, slot_index, steps))))
-                if_update |= pending.pop((index, slot_index))
+                learned.append(pending.pop((index, slot_index)))
                 command(index, slot_index, is_first=False)
-            self._learn(rollouts, if_update, concatenate=False)
+            self._learn(rollouts, learned, concatenate=False)
 
     def _view(self, index: int, slot_index: int, horizon: int) -> Transitions:
         return Transitions(*(part[:horizon] for part in self.slots[index][slot_index]))
 
-    def _learn(self, rollouts: list[Transitions], if_update: bool, concatenate: bool = True) -> None:
-        """Stores and learns from the rollouts, publishes the new weights, and hands off to the Evaluator when due."""
+    def _learn(self, rollouts: list[Transitions], learned: list[bool], concatenate: bool = True) -> None:
+        """Stores the rollouts, learns from those marked in `learned` (`store_and_update`), publishes the new
+        weights, and hands off to the Evaluator when due."""
         args, agent = self.args, self.agent
+        if_update = any(learned)
         if concatenate:  # one rollout of all the workers' envs side by side: (horizon, rollout_num × num_envs, ...)
-            rollouts = [Transitions(*(torch.cat(parts, dim=1) for parts in zip(*rollouts)))]
+            rollouts, learned = [Transitions(*(torch.cat(parts, dim=1) for parts in zip(*rollouts)))], [if_update]
         rollouts = [Transitions(*(part.to(agent.device) for part in rollout)) for rollout in rollouts]
         agent.total_steps += sum(rollout.reward.numel() for rollout in rollouts) * self.world_size  # every rank's steps
-        logs = store_and_update(agent, self.buffer, rollouts, args, if_update)
+        logs = store_and_update(agent, self.buffer, rollouts, args, learned)
         self.logs = logs or self.logs
         self.weights.publish(agent.actor)
         self._read_results()

@@ -7,13 +7,13 @@ import contextlib
 import csv
 import dataclasses
 import difflib
-import functools
 import importlib
 import inspect
 import itertools
 import json
 import math
 import os
+import random
 import re
 import signal
 import sys
@@ -24,7 +24,7 @@ import warnings
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 try:
     import fcntl
@@ -62,6 +62,8 @@ class FolderLock:
     process) holds nothing.
     """
 
+    live: ClassVar[weakref.WeakSet[FolderLock]] = weakref.WeakSet()  # those with a descriptor, for `forget_in_child`
+
     def __init__(self, path: str, fd: int | None, is_held: bool = True):
         # is_held: taken and not yet released, with or without a system lock (fd)
         self.path, self.fd, self.is_held = path, fd, is_held
@@ -84,16 +86,18 @@ class FolderLock:
             os.close(fd)
             return cls(path, None)
         lock = cls(path, fd)
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=functools.partial(cls._forget_in_child, weakref.ref(lock)))
+        cls.live.add(lock)
         return lock
 
-    @staticmethod
-    def _forget_in_child(ref: weakref.ReferenceType) -> None:
-        lock = ref()
-        if lock is not None and lock.fd is not None:
-            os.close(lock.fd)  # closing a copy drops no lock: the run's own descriptor still holds it
-            lock.fd, lock.is_held = None, False
+    @classmethod
+    def forget_in_child(cls) -> None:
+        """In a process just forked: closes its copies of the locks' descriptors. That drops no lock (the
+        run's own descriptor still holds it), and the child no longer keeps the folder locked."""
+        for lock in list(cls.live):
+            if lock.fd is not None:
+                os.close(lock.fd)
+                lock.fd, lock.is_held = None, False
+        cls.live.clear()
 
     def release(self) -> None:
         """Drops the lock; a second call does nothing."""
@@ -107,6 +111,10 @@ class FolderLock:
 
     def __reduce__(self) -> tuple[type, tuple[str, None, bool]]:
         return FolderLock, (self.path, None, False)  # an fd means nothing in another process, and closing it there would close another file
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=FolderLock.forget_in_child)
 
 
 @dataclass
@@ -628,7 +636,8 @@ def remove_run(cwd: str) -> None:
 
     board = os.path.join(cwd, "tensorboard")
     board_files = os.listdir(board) if written(board, is_folder=True) else []
-    strangers = [name for name in os.listdir(cwd) if not (RUN_FILE.fullmatch(name) and written(os.path.join(cwd, name))
+    names = os.listdir(cwd)  # only what was vetted goes: a file that appears meanwhile stays
+    strangers = [name for name in names if not (RUN_FILE.fullmatch(name) and written(os.path.join(cwd, name))
                                                           or name == "tensorboard" and written(board, is_folder=True))]
     strangers += [f"tensorboard/{name}" for name in board_files
                   if not (name.startswith("events.out.tfevents.") and written(os.path.join(board, name)))]
@@ -639,8 +648,9 @@ def remove_run(cwd: str) -> None:
         os.remove(os.path.join(board, name))
     if written(board, is_folder=True):
         os.rmdir(board)
-    for name in os.listdir(cwd):
-        os.remove(os.path.join(cwd, name))
+    for name in names:
+        if name != "tensorboard":
+            os.remove(os.path.join(cwd, name))
 
 
 def list_agents() -> dict[str, type[AgentBase]]:
@@ -673,7 +683,8 @@ class Evaluator:
         self.records: list[dict[str, float]] = []
         self.csv_path = os.path.join(cwd, "recorder.csv")
         self.fields: list[str] = []  # the CSV's columns; a figure first logged later widens them
-        self.writer = None  # TensorBoard: the same figures as the CSV, under cwd/tensorboard
+        self.writer = None  # TensorBoard: the same figures as the CSV, under cwd/tensorboard, from the first record on
+        self.writer_class = None  # made at the first record, so that a start that fails leaves no event file behind
         # Imported now, while a Ctrl-C still just fails the start: one that tears matplotlib's first import
         # leaves a half-made module behind, and the final save could then not draw the curve.
         import matplotlib.backends.backend_agg  # noqa: F401
@@ -682,7 +693,7 @@ class Evaluator:
         if if_tensorboard:  # Arguments.check has said how to install it where it is missing
             from torch.utils.tensorboard import SummaryWriter
 
-            self.writer = SummaryWriter(os.path.join(cwd, "tensorboard"))
+            self.writer_class = SummaryWriter
 
     @property
     def first_hit_step(self) -> int | None:
@@ -771,7 +782,9 @@ class Evaluator:
         self._write_csv(self.records if new_fields else [record], rewrite=bool(new_fields))
         if self.if_print and (new_fields or len(self.records) == 1):
             print(f"{'step':>10} {'seconds':>8} {'return (mean ± std)':>21} {'best':>9}  " + "  ".join(f"{k:>12}" for k in self.fields[5:]))
-        if self.writer is not None:
+        if self.writer_class is not None:
+            if self.writer is None:
+                self.writer = self.writer_class(os.path.join(os.path.dirname(self.csv_path), "tensorboard"))
             for name, value in record.items():
                 if name != "step":
                     self.writer.add_scalar(name, value, record["step"])
@@ -895,6 +908,14 @@ def agent_init_kwargs(args: Arguments, device: str) -> dict[str, Any]:
                 batch_size=args.batch_size, repeat_times=args.repeat_times, soft_update_tau=args.soft_update_tau, device=device)
 
 
+def seed_everything(seed: int) -> None:
+    """Seeds torch, numpy's global generator and Python's `random`: a user's env that draws from either
+    (``np.random.rand``, as old-Gym envs did) is then as reproducible as the agent."""
+    torch.manual_seed(seed)
+    np.random.seed(seed % 2**32)
+    random.seed(seed)
+
+
 def build_agent(args: Arguments, group: LearnerGroup | None = None) -> int:
     """Seeds torch and builds ``args.agent``'s networks on ``args.device``; for ``if_resume``, loads the
     run in ``args.cwd``. Returns the seed for this run's envs (a resumed run draws new ones).
@@ -902,7 +923,7 @@ def build_agent(args: Arguments, group: LearnerGroup | None = None) -> int:
     With several learners (`group`), rank 0 builds or loads and every rank takes its agent, then
     explores with a seed of its own."""
     agent = args.agent
-    torch.manual_seed(args.random_seed)
+    seed_everything(args.random_seed)
     agent.init(**agent_init_kwargs(args, args.device))
     if args.if_resume and (group is None or group.is_main):
         load_for_resume(agent, args)
@@ -913,7 +934,7 @@ def build_agent(args: Arguments, group: LearnerGroup | None = None) -> int:
         return args.random_seed
     # a resumed run: new exploration noise and episodes, not a replay of the first run's; a rank: its own
     seed = args.random_seed + agent.total_steps + (group.rank * RANK_SEED_OFFSET if group else 0)
-    torch.manual_seed(seed)
+    seed_everything(seed)
     return seed
 
 
@@ -1008,12 +1029,15 @@ def lr_decay_factor(total_steps: int, lr_decay_steps: int) -> float:
     return max(0.0, 1.0 - total_steps / lr_decay_steps) if lr_decay_steps else 1.0
 
 
-def store_and_update(agent: AgentBase, buffer: Any, rollouts: list[Transitions], args: Arguments, if_update: bool) -> dict[str, float]:
-    """Stores the round's rollouts and, unless warming up, learns from them; returns the logging figures."""
+def store_and_update(agent: AgentBase, buffer: Any, rollouts: list[Transitions], args: Arguments,
+                     learned: list[bool]) -> dict[str, float]:
+    """Stores the round's rollouts and learns from those marked in `learned` (one flag a rollout: not the
+    warm-up's, whose env steps buy no gradient steps); returns the logging figures."""
     new_steps = 0
-    for rollout in rollouts:
+    for rollout, if_learned in zip(rollouts, learned, strict=True):
         buffer.extend(rollout)
-        new_steps += rollout.reward.numel()
+        new_steps += rollout.reward.numel() if if_learned else 0
+    if_update = any(learned)
     if if_update and args.lr_decay_steps:  # from the step count alone, so that a resumed run goes on where it was
         agent.scale_learning_rates(lr_decay_factor(agent.total_steps, args.lr_decay_steps))
     logs = agent.update_net(buffer, new_steps) if if_update else {}
@@ -1161,7 +1185,7 @@ def train_in_rounds(args: Arguments, explore_env: Any, buffer: Any, evaluator: E
         transitions = agent.explore_env(explore_env, horizon, if_random)
         agent.total_steps += transitions.reward.numel() * (width // args.num_envs - 1)  # the other ranks' steps
         check_finite(transitions, first_step, args.env.env_name, args.cwd)
-        logs = store_and_update(agent, buffer, [transitions], args, if_update)
+        logs = store_and_update(agent, buffer, [transitions], args, [if_update])
         reached = False
         if evaluator is not None and if_update and evaluator.is_due(agent.total_steps):
             agent.save_or_load_agent(args.cwd, if_save=True)  # a checkpoint per evaluation: a kill loses little
@@ -1333,7 +1357,8 @@ def get_video_to_watch_env_render(cwd: str, episodes: int = 1, fps: int = 30, en
         raise ValueError(f"env {env.env_name!r} rendered no frames: it needs render_mode='rgb_array'")
     images = [Image.fromarray(frame) for frame in frames]
     path = os.path.join(cwd, "video.gif")
-    images[0].save(path, save_all=True, append_images=images[1:], duration=round(1000 / fps), loop=0)
+    atomic_write(path, lambda temporary: images[0].save(temporary, format="GIF", save_all=True, append_images=images[1:],
+                                                        duration=round(1000 / fps), loop=0))
     return path
 
 

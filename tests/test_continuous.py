@@ -13,7 +13,7 @@ from elegantrl.agent import AgentD3QN, AgentDDPG, AgentInterSAC, AgentModSAC, Ag
 from elegantrl.env import PreprocessEnv
 from elegantrl.net import Actor, ActorSAC, CriticTwin, InterSPG, StackedLinear, build_head, build_mlp
 from elegantrl.replay import ReplayBuffer, Transitions
-from elegantrl.run import Arguments, train_and_evaluate
+from elegantrl.run import Arguments, store_and_update, train_and_evaluate
 
 CONTINUOUS_AGENTS = [AgentDDPG, AgentTD3, AgentSAC, AgentModSAC, AgentInterSAC]
 
@@ -145,6 +145,27 @@ def test_ou_noise_is_correlated_in_time():
         noise = np.array([(agent.select_action(torch.zeros(1, 3)) - mean_action).item() for _ in range(2000)])
     noise = noise[np.abs(noise) < 0.99]  # leave out samples cut by the clamp to [-1, 1]
     assert np.corrcoef(noise[:-1], noise[1:])[0, 1] > 0.6
+
+
+def test_ou_noise_is_its_own_for_each_env():
+    agent = AgentDDPG(explore_noise=0.2, if_ou_noise=True)
+    agent.init(8, 3, 2)
+    states = torch.zeros(4, 3)  # four envs stepped at once, all in the same state
+    with torch.no_grad():
+        noise = agent.select_action(states) - agent.actor(states)
+    assert len({tuple(row.tolist()) for row in noise}) == 4
+
+
+def test_a_warm_up_rollout_stored_with_a_learned_one_buys_no_gradient_steps():
+    # the asynchronous workers' first batch can hold warm-up rollouts and learned ones together
+    agent = AgentTD3()
+    agent.init(8, 3, 1, batch_size=32, repeat_times=64.0)
+    env = PreprocessEnv("Pendulum-v1")
+    agent.reset_exploration(env, seed=0)
+    warm_up, learned = agent.explore_env(env, 256, if_random=True), agent.explore_env(env, 64, if_random=False)
+    buffer = ReplayBuffer(4096, env.state_dim, env.action_dim, env.if_discrete)
+    store_and_update(agent, buffer, [warm_up, learned], Arguments(agent=agent, env=env), [False, True])
+    assert buffer.cur_size == 320 and agent.update_count == 64 * 64 // 32  # the 64 learned steps' worth only
 
 
 def test_inter_sac_actor_objective_does_not_train_the_critic_heads():

@@ -9,6 +9,7 @@ import torch
 
 from elegantrl.agent import AgentA2C, AgentDiscreteA2C, AgentDiscretePPO, AgentInterPPO, AgentPPO
 from elegantrl.env import PreprocessEnv
+from elegantrl.net import StateNorm
 from elegantrl.replay import RolloutBuffer, compute_gae
 from elegantrl.run import Arguments, train_and_evaluate
 
@@ -242,6 +243,16 @@ def test_running_state_statistics_match_the_data():
     assert torch.allclose(agent.actor.net[0].std, data.std(0, unbiased=False), atol=1e-3)
 
 
+def test_a_feature_constant_so_far_is_left_unscaled_and_outliers_are_clipped():
+    agent = AgentPPO()
+    agent.init(8, 2, 1)
+    agent.update_state_norm(torch.stack([torch.randn(200), torch.full((200,), 0.5)], dim=1))  # feature 1 never moved
+    norm = agent.actor.net[0]
+    assert norm.std[1] == 1.0  # not a tiny std that would multiply its first move by thousands
+    moved = norm(torch.tensor([[0.0, 0.51], [1e6, 0.5]]))
+    assert moved[0, 1] == pytest.approx(0.01, abs=1e-6) and moved[1, 0] == StateNorm.clip
+
+
 def test_state_norm_is_a_free_identity_until_set_and_after_loading_unset_statistics():
     agent = AgentPPO()
     agent.init(8, 2, 1)
@@ -258,8 +269,6 @@ def test_state_norm_is_a_free_identity_until_set_and_after_loading_unset_statist
 
 
 def test_a_state_norm_pickled_before_the_flag_existed_works_out_the_flag_from_its_statistics():
-    from elegantrl.net import StateNorm
-
     for mean, expected in [(torch.zeros(2), False), (torch.ones(2), True)]:
         norm = StateNorm(2)
         norm.mean.copy_(mean)

@@ -579,6 +579,12 @@ def test_tensorboard_logs_the_same_figures_as_the_csv(tmp_path):
     assert {"obj_critic", "q_value", "explore_rate", "best_return", "seconds"} <= set(events.Tags()["scalars"])
 
 
+def test_tensorboard_writes_nothing_before_the_first_record(tmp_path):
+    # the workers' Evaluator starts before the workers: if one of them then fails, the folder must be empty
+    evaluator = Evaluator(str(tmp_path), PreprocessEnv("CartPole-v1"), 128, 1, 0, 475.0, 0, False, True, "")
+    assert os.listdir(tmp_path) == [] and evaluator.writer is None
+
+
 def test_a_misspelt_field_is_an_error_not_ignored():
     args = Arguments(agent=AgentD3QN(), env="CartPole-v1")
     with pytest.raises(AttributeError, match="did you mean 'break_step'"):
@@ -826,3 +832,18 @@ def test_an_agent_before_init_says_to_call_init_or_load_agent(tmp_path):
     for use in (lambda: agent.act(np.zeros(4, np.float32)), lambda: agent.save_or_load_agent(str(tmp_path), if_save=False)):
         with pytest.raises(RuntimeError, match=r"AgentD3QN.init\(net_dim, state_dim, action_dim\).*load_agent\(cwd\)"):
             use()
+
+
+def test_the_run_seed_reaches_numpy_and_pythons_global_generators():
+    # an old-Gym style env that draws its start from np.random or random is reproducible too
+    import random
+
+    from elegantrl.run import build_agent
+
+    draws = []
+    for _ in range(2):
+        args = Arguments(agent=AgentDQN(), env="CartPole-v1", random_seed=7, **TINY)
+        args.check()
+        build_agent(args)
+        draws.append((np.random.random(), random.random()))
+    assert draws[0] == draws[1]
