@@ -1248,7 +1248,7 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
                 say_stopped(stop, args)
             raise
         except (EOFError, BrokenPipeError, ConnectionResetError) as error:  # what a dead worker's pipe raises
-            raise RuntimeError(
+            raise WorkerError(  # the CLI says it in one line, as for the workers of train_and_evaluate_mp
                 f"an env worker process of the async vector env died at env step about {agent.total_steps:,d} "
                 f"(the env crashed the process, e.g. os._exit or a segfault in its simulator); training stopped. "
                 f"{kept_sentence(args.cwd)}Run with if_async_envs=False to see the env's own error."
@@ -1329,30 +1329,35 @@ def get_video_to_watch_env_render(cwd: str, episodes: int = 1, fps: int = 30, en
     """
     from PIL import Image  # Pillow comes with matplotlib
 
+    users_driver = os.environ.get("SDL_VIDEODRIVER")
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array frames need no window; SDL's would print an XDG warning
-    agent = load_agent(cwd, agent_class)
-    if env is None:
-        config = read_config(cwd)
-        kwargs = config.get("env_kwargs", {})
-        if kwargs is None:
-            raise ValueError(f"the run in {cwd!r} made its env {config['env']!r} with settings config.json cannot hold, so it "
-                             f"cannot be made again from its id; pass it: get_video_to_watch_env_render(cwd, "
-                             f"env=PreprocessEnv(gym.make({config['env']!r}, ..., render_mode='rgb_array')))")
-        try:
-            env = PreprocessEnv(config["env"], max_step=config.get("max_step"), render_mode="rgb_array", **kwargs)
-        except ValueError as error:  # not registered: a user's own env class
-            raise ValueError(f"{error} To render an env that is not registered, pass it: "
-                             f"get_video_to_watch_env_render(cwd, env=PreprocessEnv(MyEnv(render_mode='rgb_array')))") from error
-    frames = []
-    for episode in range(episodes):
-        state, _ = env.reset(seed=episode)
-        frames.append(env.render())
-        for _ in range(env.max_step):
-            state, _, terminated, truncated, _ = env.step(agent.act(state))
+    try:
+        agent = load_agent(cwd, agent_class)
+        if env is None:
+            config = read_config(cwd)
+            kwargs = config.get("env_kwargs", {})
+            if kwargs is None:
+                raise ValueError(f"the run in {cwd!r} made its env {config['env']!r} with settings config.json cannot hold, so it "
+                                 f"cannot be made again from its id; pass it: get_video_to_watch_env_render(cwd, "
+                                 f"env=PreprocessEnv(gym.make({config['env']!r}, ..., render_mode='rgb_array')))")
+            try:
+                env = PreprocessEnv(config["env"], max_step=config.get("max_step"), render_mode="rgb_array", **kwargs)
+            except ValueError as error:  # not registered: a user's own env class
+                raise ValueError(f"{error} To render an env that is not registered, pass it: "
+                                 f"get_video_to_watch_env_render(cwd, env=PreprocessEnv(MyEnv(render_mode='rgb_array')))") from error
+        frames = []
+        for episode in range(episodes):
+            state, _ = env.reset(seed=episode)
             frames.append(env.render())
-            if terminated or truncated:
-                break
-    env.close()
+            for _ in range(env.max_step):
+                state, _, terminated, truncated, _ = env.step(agent.act(state))
+                frames.append(env.render())
+                if terminated or truncated:
+                    break
+        env.close()
+    finally:  # for this call only: a later window of the user's (render_mode="human") gets the real driver
+        if users_driver is None:
+            os.environ.pop("SDL_VIDEODRIVER", None)
     if not frames or frames[0] is None:
         raise ValueError(f"env {env.env_name!r} rendered no frames: it needs render_mode='rgb_array'")
     images = [Image.fromarray(frame) for frame in frames]

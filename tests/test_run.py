@@ -482,7 +482,13 @@ def test_load_agent_and_video_of_a_run_folder(tmp_path):
     states = np.random.default_rng(0).normal(size=(16, 4)).astype(np.float32)
     assert isinstance(agent, AgentD3QN) and np.array_equal(agent.act(states), trained.act(states))
 
-    path = get_video_to_watch_env_render(args.cwd, episodes=2, fps=25)
+    driver = os.environ.pop("SDL_VIDEODRIVER", None)
+    try:
+        path = get_video_to_watch_env_render(args.cwd, episodes=2, fps=25)
+        assert "SDL_VIDEODRIVER" not in os.environ  # its headless driver was for the call only
+    finally:
+        if driver is not None:
+            os.environ["SDL_VIDEODRIVER"] = driver
     env = PreprocessEnv("CartPole-v1")
     steps = 0
     for episode in range(2):  # the same deterministic episodes, counted without rendering
