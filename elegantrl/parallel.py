@@ -460,17 +460,14 @@ def train_multiprocess(args: Arguments) -> AgentBase:
                          f"must come from the same weights. Leave if_async_workers=False")
     recipes = env_recipe(args.env), env_recipe(args.eval_env or args.env)  # an env that cannot travel is refused here
     blueprint = pickle.dumps(args.agent)  # before init: the workers build their own networks
-    if args.if_async_workers and (len(args.learner_gpus or ()) > 1 or launched_by_torchrun()):
+    several_learners = len(args.learner_gpus or ()) > 1 or launched_by_torchrun() or (dist.is_initialized() and dist.get_world_size() > 1)
+    if args.if_async_workers and several_learners:  # the last: a process group the caller made
         raise ValueError("if_async_workers=True with several learners: the ranks must learn from their rounds in step. "
                          "Leave if_async_workers=False")
     group = join_learners(args)
     ranks = None  # the other learners' processes, where this one started them (learner_gpus)
     if group is None and len(args.learner_gpus or ()) > 1:
         ranks, group = start_learner_ranks(args, recipes, blueprint)
-    if group is not None and args.if_async_workers:  # a process group the caller made
-        stop_learner_ranks(ranks, group, grace=0.5)
-        raise ValueError("if_async_workers=True with several learners: the ranks must learn from their rounds in step. "
-                         "Leave if_async_workers=False")
     is_main = group is None or group.is_main  # rank 0 alone evaluates and writes
     try:
         with starting_in_new_folder(args) if is_main else contextlib.nullcontext():

@@ -313,7 +313,7 @@ class EpisodeBuffer:
                 pending.clear()
                 start = t + 1
             if start < ended.shape[0]:
-                pending.append(tuple(column[start:, env] for column in columns))
+                pending.append(tuple(column[start:, env].clone() for column in columns))  # a view would keep the whole rollout
 
     def sample_batch(self, batch_size: int) -> Unroll:
         """A batch of `batch_size` unrolls from uniform (or prioritised) start positions (fields: `Unroll`)."""

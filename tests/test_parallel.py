@@ -152,6 +152,14 @@ def test_asynchronous_workers_are_refused_for_on_policy_agents(tmp_path):
         train_and_evaluate_mp(args)
 
 
+@pytest.mark.timeout(60)
+def test_asynchronous_workers_are_refused_with_several_learners_before_anything_starts(tmp_path):
+    args = Arguments(agent=AgentSAC(), env="Pendulum-v1", cwd=str(tmp_path / "run"), if_async_workers=True, learner_gpus=(-1, -1))
+    with pytest.raises(ValueError, match="several learners.*if_async_workers=False"):
+        train_and_evaluate_mp(args)
+    assert not os.path.exists(args.cwd) and multiprocessing.active_children() == []
+
+
 @pytest.mark.timeout(90)
 def test_an_env_that_raises_in_a_worker_ends_the_run_with_its_message(tmp_path):
     args = Arguments(agent=AgentD3QN(), env=make_raising_cartpole, cwd=str(tmp_path), break_step=100_000, **TINY)
