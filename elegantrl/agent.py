@@ -879,8 +879,8 @@ class AgentSAC(AgentOffPolicy):
 
     def init(self, *args: Any, **kwargs: Any) -> None:
         super().init(*args, **kwargs)
-        if self.target_entropy is None:
-            self.target_entropy = -float(self.action_dim)
+        # the setting stays as given: the same agent built again for another env takes that env's -action_dim
+        self.entropy_target = -float(self.action_dim) if self.target_entropy is None else float(self.target_entropy)
         self.log_alpha = torch.zeros((), device=self.device, requires_grad=True)
         self.alpha_optimizer = make_adam([self.log_alpha], self.critic_optimizer.defaults["lr"])
 
@@ -899,7 +899,7 @@ class AgentSAC(AgentOffPolicy):
 
     def get_obj_actor(self, batch: Transitions) -> torch.Tensor:
         action, log_prob = self.actor.get_action_logprob(batch.state)
-        obj_alpha = -(self.log_alpha * (log_prob.detach() + self.target_entropy)).mean()
+        obj_alpha = -(self.log_alpha * (log_prob.detach() + self.entropy_target)).mean()
         self.optimizer_update(self.alpha_optimizer, obj_alpha)
         q_value = functools.reduce(torch.min, self.q_for_actor(batch.state, action))
         return (self.alpha * log_prob - q_value).mean()

@@ -257,3 +257,13 @@ def test_optimizer_state_fits_compares_every_moment_and_the_groups():
     two_groups = torch.optim.Adam([{"params": [param]}, {"params": [torch.nn.Parameter(torch.zeros(1))]}])
     one_group = torch.optim.Adam([param, torch.nn.Parameter(torch.zeros(1))])
     assert not optimizer_state_fits(one_group, two_groups.state_dict())
+
+
+def test_sac_built_again_for_another_env_steers_toward_that_envs_entropy():
+    agent = AgentSAC()
+    agent.init(8, 3, 1)
+    agent.init(8, 3, 4)  # the same agent object, reused on an env with four action dimensions
+    assert agent.entropy_target == -4.0 and agent.target_entropy is None
+    given = AgentSAC(target_entropy=-0.5)
+    given.init(8, 3, 4)
+    assert given.entropy_target == -0.5
