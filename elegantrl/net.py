@@ -241,6 +241,7 @@ class GaussianHead(nn.Module):
         return self.mean_log_std(feature).chunk(2, dim=1)[0].tanh()
 
     def sample(self, feature: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A squashed sample and its log-probability: (action in [-1, 1], (batch, action_dim); log π, (batch,))."""
         mean, log_std = self.mean_log_std(feature).chunk(2, dim=1)
         log_std = log_std.clamp(-16.0, 2.0)
         noise = torch.randn_like(mean)
@@ -341,34 +342,48 @@ def init_gaussian_policy(mean_layer: nn.Linear, action_dim: int) -> nn.Parameter
     return nn.Parameter(torch.zeros(action_dim))
 
 
-class ActorPPO(nn.Module):
-    """Gaussian policy with a learned, state-independent log std (PPO, A2C).
+class GaussianPolicy(nn.Module):
+    """A Gaussian policy over unbounded actions with a learned, state-independent log std (PPO, A2C).
 
     Actions are sampled unbounded, ``u ~ N(mean(s), std)``; the env receives ``tanh(u)`` (see
     ``AgentPPO.env_action``), and ``forward(state)`` is the deterministic action ``tanh(mean)``.
+    A subclass says how the mean is computed (`action_mean`) and holds ``log_std``.
     """
 
-    def __init__(self, net_dim: int, state_dim: int, action_dim: int):
-        super().__init__()
-        self.net = build_mlp([state_dim, net_dim, net_dim, action_dim], activation=nn.Tanh)
-        self.log_std = init_gaussian_policy(self.net[-1], action_dim)
+    log_std: nn.Parameter
+
+    def action_mean(self, state: torch.Tensor) -> torch.Tensor:
+        """The mean of the unbounded action, (batch, action_dim)."""
+        raise NotImplementedError
 
     def forward(self, state: torch.Tensor) -> torch.Tensor:
-        return self.net(state).tanh()
+        return self.action_mean(state).tanh()
 
     def distribution(self, state: torch.Tensor) -> torch.distributions.Normal:
         """The policy's distribution over unbounded actions u for a batch of states."""
-        return torch.distributions.Normal(self.net(state), self.log_std.exp(), validate_args=False)
+        return torch.distributions.Normal(self.action_mean(state), self.log_std.exp(), validate_args=False)
 
     def sample_action(self, state: torch.Tensor) -> torch.Tensor:
         """An exploration action u ~ N(mean, std), (batch, action_dim); cheaper than distribution().sample()."""
-        mean = self.net(state)
+        mean = self.action_mean(state)
         return mean + self.log_std.exp() * torch.randn_like(mean)
 
     def get_logprob_entropy(self, state: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """log π(action | state) and the policy's entropy, each (batch,)."""
         dist = self.distribution(state)
         return dist.log_prob(action).sum(dim=1), dist.entropy().sum(dim=1)
+
+
+class ActorPPO(GaussianPolicy):
+    """PPO's and A2C's Gaussian policy (`GaussianPolicy`) on an MLP of its own."""
+
+    def __init__(self, net_dim: int, state_dim: int, action_dim: int):
+        super().__init__()
+        self.net = build_mlp([state_dim, net_dim, net_dim, action_dim], activation=nn.Tanh)
+        self.log_std = init_gaussian_policy(self.net[-1], action_dim)
+
+    def action_mean(self, state: torch.Tensor) -> torch.Tensor:
+        return self.net(state)
 
 
 class ActorDiscretePPO(nn.Module):
@@ -406,11 +421,9 @@ class CriticAdv(nn.Module):
         return self.net(state).squeeze(1)
 
 
-class InterGPO(nn.Module):
-    """PPO's Gaussian policy and state value on one shared state encoder (the InterPPO network).
-
-    ``forward(state)`` is the deterministic action ``tanh(mean)``; ``get_value(state)`` is V.
-    """
+class InterGPO(GaussianPolicy):
+    """PPO's Gaussian policy (`GaussianPolicy`) and state value on one shared state encoder (the InterPPO
+    network); ``get_value(state)`` is V."""
 
     def __init__(self, net_dim: int, state_dim: int, action_dim: int):
         super().__init__()
@@ -419,22 +432,8 @@ class InterGPO(nn.Module):
         self.log_std = init_gaussian_policy(self.mean, action_dim)
         self.value = nn.Linear(net_dim, 1)
 
-    def forward(self, state: torch.Tensor) -> torch.Tensor:
-        return self.mean(self.encoder(state)).tanh()
-
-    def distribution(self, state: torch.Tensor) -> torch.distributions.Normal:
-        """The policy's distribution over unbounded actions u for a batch of states."""
-        return torch.distributions.Normal(self.mean(self.encoder(state)), self.log_std.exp(), validate_args=False)
-
-    def sample_action(self, state: torch.Tensor) -> torch.Tensor:
-        """An exploration action u ~ N(mean, std), (batch, action_dim)."""
-        mean = self.mean(self.encoder(state))
-        return mean + self.log_std.exp() * torch.randn_like(mean)
-
-    def get_logprob_entropy(self, state: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """log π(action | state) and the policy's entropy, each (batch,)."""
-        dist = self.distribution(state)
-        return dist.log_prob(action).sum(dim=1), dist.entropy().sum(dim=1)
+    def action_mean(self, state: torch.Tensor) -> torch.Tensor:
+        return self.mean(self.encoder(state))
 
     def get_value(self, state: torch.Tensor) -> torch.Tensor:
         """V(state), (batch,)."""
