@@ -1115,6 +1115,9 @@ class AgentMCTS(AgentBase):
         num_unroll, td_steps: K, the model's unroll steps in training, and n of the n-step value targets.
         temperature: exploration actions are drawn ∝ visits^(1/temperature); 0 takes the most visited.
         dirichlet_alpha, noise_fraction: the Dirichlet noise mixed into the root's prior while exploring.
+        priority_alpha: prioritised replay as in the MuZero paper: unroll starts are drawn with probability
+            ∝ |search value - n-step target|^priority_alpha, their losses weighted by importance (`EpisodeBuffer`);
+            0 draws them uniformly.
     """
 
     ClassAct = None  # the model acts: its prediction network's policy
@@ -1126,21 +1129,25 @@ class AgentMCTS(AgentBase):
     )
 
     def __init__(self, num_simulations: int = 8, num_unroll: int = 5, td_steps: int = 50, temperature: float = 1.0,
-                 dirichlet_alpha: float = 0.25, noise_fraction: float = 0.25):
+                 dirichlet_alpha: float = 0.25, noise_fraction: float = 0.25, priority_alpha: float = 0.0):
         for name, value in (("num_simulations", num_simulations), ("num_unroll", num_unroll), ("td_steps", td_steps)):
             check_setting(self, name, value, _is_count(value), "a whole number of at least 1")
         check_setting(self, "temperature", temperature, _is_real(temperature) and temperature >= 0.0, "zero (the most visited action) or positive")
         check_setting(self, "dirichlet_alpha", dirichlet_alpha, _is_real(dirichlet_alpha) and dirichlet_alpha > 0.0, "positive, e.g. 0.25")
         check_setting(self, "noise_fraction", noise_fraction, _is_real(noise_fraction) and 0.0 <= noise_fraction <= 1.0, "in [0, 1]")
+        check_setting(self, "priority_alpha", priority_alpha, _is_real(priority_alpha) and priority_alpha >= 0.0,
+                      "zero (uniform replay) or positive, e.g. 1.0 as in the paper")
         self.num_simulations, self.num_unroll, self.td_steps = num_simulations, num_unroll, td_steps
         self.temperature, self.dirichlet_alpha, self.noise_fraction = temperature, dirichlet_alpha, noise_fraction
+        self.priority_alpha = priority_alpha
 
     def init(self, *args: Any, **kwargs: Any) -> None:
         super().init(*args, **kwargs)
         self.search_log: list[tuple[torch.Tensor, torch.Tensor]] = []  # (policy, root value) of each step searched
 
     def make_buffer(self, max_memo: int) -> EpisodeBuffer:
-        return EpisodeBuffer(max_memo, self.state_dim, self.action_dim, self.num_unroll, self.td_steps, self.gamma, device=self.device)
+        return EpisodeBuffer(max_memo, self.state_dim, self.action_dim, self.num_unroll, self.td_steps, self.gamma,
+                             priority_alpha=self.priority_alpha, device=self.device)
 
     def search(self, state: torch.Tensor, if_noise: bool = True) -> SearchTree:
         """The search from states (B, state_dim), with fresh Dirichlet noise at the roots if `if_noise`."""

@@ -142,6 +142,20 @@ def test_rollouts_reach_the_episode_buffer_and_only_truncation_bootstraps():
     assert buffer.terminated[start].any() and not buffer.end_value[start][buffer.terminated[start]].any()
 
 
+def test_prioritised_replay_draws_unrolls_by_the_search_values_error():
+    torch.manual_seed(0)
+    env = build_vector_env(PreprocessEnv(gym.make("CartPole-v1", max_episode_steps=15)), 3)
+    for priority_alpha in (0.0, 1.0):
+        agent = AgentMuZero(num_simulations=4, priority_alpha=priority_alpha)
+        agent.init(16, 4, 2)
+        torch.nn.init.normal_(agent.actor.prediction[-1].weight)  # root values that miss their targets by varied amounts
+        agent.reset_exploration(env, seed=0)
+        buffer = agent.make_buffer(max_memo=10_000)
+        buffer.extend(agent.explore_env(env, 60))
+        weight = buffer.sample_batch(64).weight
+        assert (weight == 1).all() if priority_alpha == 0 else weight.std() > 0.01
+
+
 def test_act_is_deterministic_and_is_the_prediction_networks_most_likely_action():
     agent = muzero()
     state = states(8).numpy()
@@ -196,6 +210,8 @@ def test_the_family_is_wired_like_the_others():
         AgentMuZero(num_simulations=0)
     with pytest.raises(ValueError, match="noise_fraction"):
         AgentMuZero(noise_fraction=1.5)
+    with pytest.raises(ValueError, match="priority_alpha"):
+        AgentMuZero(priority_alpha=-1.0)
     assert agent.num_unroll == 5
 
 
