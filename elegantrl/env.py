@@ -364,6 +364,32 @@ def _remake_env(source: str | Callable[[], Any], target_return: float, max_step:
     return env
 
 
+class EnvWorkerTraceback(Exception):
+    """The traceback, as text, of an env that raised in an async vector env's worker process: the cause of
+    the env's own error, which `ReportingAsyncVectorEnv` raises in the training process."""
+
+
+class ReportingAsyncVectorEnv(gym.vector.AsyncVectorEnv):
+    """Gymnasium's AsyncVectorEnv, except that it reports an env's error itself.
+
+    Gymnasium 1.x hands the worker's traceback to its logger as a format string, so a ``%`` in it (a line
+    of the env's source, or its message) raised a TypeError in place of the env's error. Here the env's
+    exception is raised as it was, its traceback in the worker chained as the cause.
+    """
+
+    def _raise_if_errors(self, successes: Any) -> None:
+        successes = list(successes)
+        if all(successes):
+            return
+        errors = [self.error_queue.get() for _ in range(len(successes) - sum(successes))]
+        for index, *_ in errors:  # a worker that raised has shut down
+            self.parent_pipes[index].close()
+            self.parent_pipes[index] = None
+        self._state = gym.vector.async_vector_env.AsyncState.DEFAULT
+        index, _, error, trace = errors[-1]
+        raise error from EnvWorkerTraceback(f"sub-env {index} raised in its worker process:\n{trace}")
+
+
 def build_vector_env(env: PreprocessEnv, num_envs: int, if_async: bool = False) -> gym.vector.VectorEnv:
     """`num_envs` independent copies of `env` stepped as one Gymnasium vector env.
 
@@ -375,7 +401,7 @@ def build_vector_env(env: PreprocessEnv, num_envs: int, if_async: bool = False) 
            f"gymnasium.register, or use num_envs=1")
     clone_env(env, fix).close()  # one trial copy here, so that a failure is reported here, not in a worker
     make_copies = [lambda: clone_env(env, fix) for _ in range(num_envs)]  # fresh copies: AsyncVectorEnv closes its first
-    vector_class = gym.vector.AsyncVectorEnv if if_async else gym.vector.SyncVectorEnv
+    vector_class = ReportingAsyncVectorEnv if if_async else gym.vector.SyncVectorEnv
     return vector_class(make_copies, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
 
 

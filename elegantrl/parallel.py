@@ -651,8 +651,8 @@ class Learner:
             rollouts, learned = [Transitions(*(torch.cat(parts, dim=1) for parts in zip(*rollouts)))], [if_update]
         rollouts = [Transitions(*(part.to(agent.device) for part in rollout)) for rollout in rollouts]
         agent.total_steps += sum(rollout.reward.numel() for rollout in rollouts) * self.world_size  # every rank's steps
-        logs = store_and_update(agent, self.buffer, rollouts, args, learned)
-        self.logs = logs or self.logs
+        # a figure a round did not log keeps its last value (as in train_in_rounds)
+        self.logs = {**self.logs, **store_and_update(agent, self.buffer, rollouts, args, learned)}
         self.weights.publish(agent.actor)
         self._read_results()
         self.stopping = stops_at_target(args, self.hit_step, agent.total_steps)
@@ -662,7 +662,7 @@ class Learner:
                 return
         if if_update and agent.total_steps >= self.next_eval_step:
             self.next_eval_step = (agent.total_steps // args.eval_gap + 1) * args.eval_gap
-            self._hand_off(logs)
+            self._hand_off(self.logs)
 
     def _hand_off(self, logs: dict[str, float]) -> None:
         """Checkpoints the agent and gives the Evaluator the newest actor (which checks the figures); never waits for it."""

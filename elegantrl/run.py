@@ -1185,7 +1185,8 @@ def train_in_rounds(args: Arguments, explore_env: Any, buffer: Any, evaluator: E
         transitions = agent.explore_env(explore_env, horizon, if_random)
         agent.total_steps += transitions.reward.numel() * (width // args.num_envs - 1)  # the other ranks' steps
         check_finite(transitions, first_step, args.env.env_name, args.cwd)
-        logs = store_and_update(agent, buffer, [transitions], args, [if_update])
+        # a figure a round did not log (the last round, cut to fit break_step, may buy no gradient step) keeps its last value
+        logs = {**logs, **store_and_update(agent, buffer, [transitions], args, [if_update])}
         reached = False
         if evaluator is not None and if_update and evaluator.is_due(agent.total_steps):
             agent.save_or_load_agent(args.cwd, if_save=True)  # a checkpoint per evaluation: a kill loses little
@@ -1445,7 +1446,8 @@ def main(argv: list[str] | None = None) -> int:
         args = Arguments(agent=agent_class(**settings), env=env_id, **options)  # a resumed run keeps its agent's settings
         (train_and_evaluate_mp if if_multiprocess else train_and_evaluate)(args)
     except (ValueError, TypeError, ImportError, FileExistsError, FileNotFoundError, FloatingPointError, MemoryError) as error:
-        print(f"error: {in_flags(str(error))}", file=sys.stderr)
+        # --render's errors name no training flags, and their advice is Python (get_video_to_watch_env_render(cwd, env=...))
+        print(f"error: {error if render_folder else in_flags(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as stop:  # the trainer has saved and said where; the status tells a script how it ended
         return 143 if isinstance(stop, Terminated) else 130

@@ -2,6 +2,7 @@
 
 import concurrent.futures
 import csv
+import json
 import math
 import multiprocessing
 import os
@@ -537,6 +538,14 @@ def test_cli_render_writes_the_video(tmp_path):
     assert os.path.getsize(os.path.join(args.cwd, "video.gif")) > 1000
     result = run_cli("--render", str(tmp_path), cwd=tmp_path)
     assert result.returncode == 2 and "not an elegantrl run folder" in result.stderr
+    config_path = os.path.join(args.cwd, "config.json")
+    with open(config_path) as file:
+        config = json.load(file)
+    with open(config_path, "w") as file:
+        json.dump({**config, "env": "MyEnv-v0"}, file)  # a run of a user's env that is not registered
+    result = run_cli("--render", args.cwd, cwd=tmp_path)
+    # the advice is Python, not rewritten into flags that --render does not take
+    assert result.returncode == 2 and "env=PreprocessEnv(MyEnv(render_mode='rgb_array'))" in result.stderr, result.stderr
 
 
 class CrashAfter(gym.Wrapper):
@@ -556,7 +565,7 @@ class CrashAfter(gym.Wrapper):
         if self.steps == 100:
             if self.if_hard:
                 os._exit(3)
-            raise RuntimeError("simulator lost")
+            raise RuntimeError("simulator lost after %d steps" % self.steps)  # noqa: UP031 - a "%" in the traceback tripped Gymnasium's logger
         return self.env.step(action)
 
 
@@ -566,9 +575,19 @@ def test_a_crashed_env_worker_ends_the_run_with_its_error_and_keeps_the_best_act
     env = PreprocessEnv(CrashAfter(gym.make("CartPole-v1"), if_hard))
     args = Arguments(agent=AgentDQN(), env=env, eval_env=PreprocessEnv("CartPole-v1"), num_envs=2, if_async_envs=True,
                      cwd=str(tmp_path / "run"), **{**TINY, "warmup_steps": 64, "target_step": 16, "eval_gap": 64, "break_step": 10_000})
-    with pytest.raises(RuntimeError, match=message):
+    with pytest.raises(RuntimeError, match=message) as failure:
         train_and_evaluate(args)
     assert {"actor.pth", "agent.pth", "recorder.csv", "learning_curve.png"} <= set(os.listdir(args.cwd))
+    if not if_hard:  # the env's own traceback in its worker comes with it
+        assert "in step" in str(failure.value.__cause__) and "simulator lost after" in str(failure.value.__cause__)
+
+
+def test_the_final_evaluation_after_a_round_too_short_to_learn_keeps_the_last_figures(tmp_path):
+    args = Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path / "run"),
+                     **{**TINY, "batch_size": 64, "repeat_times": 1.0, "target_step": 64, "break_step": 520})  # the last round: 8 steps, no update
+    train_and_evaluate(args)
+    rows = read_record(args.cwd)
+    assert int(rows[-1]["step"]) == 520 and rows[-1]["obj_critic"] != "" and rows[-1]["q_value"] != ""
 
 
 def test_tensorboard_logs_the_same_figures_as_the_csv(tmp_path):
