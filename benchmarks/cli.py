@@ -7,15 +7,16 @@ default --out, over a committed one).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import math
 import os
 import signal
+import subprocess
 from collections.abc import Callable
 from typing import Any
 
 RUNNER_PID = "BENCHMARK_RUNNER_PID"  # set in a job's environment by the process that waits for it
-RUN_TIMEOUT_SECONDS = 3600  # one training run of the learners and MuZero measurements; one that hangs fails, not waits forever
 
 
 def _parsed(text: str, convert: Callable[[str], Any], is_valid: Callable[[Any], bool], need: str) -> Any:
@@ -67,3 +68,20 @@ def end_with_runner() -> None:
         return
     if os.getppid() != int(runner):  # the runner died before the line above
         os._exit(1)
+
+
+def run_in_own_group(command: list[str], env: dict[str, str] | None = None, timeout: float = 3600.0) -> None:
+    """Runs a training `command` (the learners and MuZero measurements) in a session of its own, its output
+    captured; CalledProcessError if it fails. One that runs past `timeout` seconds is taken to hang: its
+    whole process group is killed (torchrun's ranks with it, which a kill of the launcher alone would orphan)
+    and TimeoutExpired raised."""
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except BaseException:  # the timeout, or Ctrl-C, which does not reach a session of its own
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise
+    if process.returncode != 0:
+        raise subprocess.CalledProcessError(process.returncode, command, output)

@@ -21,7 +21,6 @@ import csv
 import datetime
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +30,7 @@ import torch.distributed as dist
 import torch.multiprocessing
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository, for `import benchmarks`
-from benchmarks.cli import RUN_TIMEOUT_SECONDS, check_distinct_seeds, positive_int, random_seed  # noqa: E402
+from benchmarks.cli import check_distinct_seeds, positive_int, random_seed, run_in_own_group  # noqa: E402
 from benchmarks.report import machine, median  # noqa: E402
 from benchmarks.rows import HERE  # noqa: E402
 from elegantrl.agent import AgentSAC
@@ -97,8 +96,10 @@ def run_update_throughput(updates: int = 256, repeats: int = 15) -> list[dict]:
                 process.start()
             for process in ranks:
                 process.join(600)
+                if process.exitcode is None:
+                    raise RuntimeError("a rank of the probe was still running after 600 s")
                 if process.exitcode != 0:
-                    raise RuntimeError(f"a rank of the probe failed (exit status {process.exitcode}, None: still running after 600 s)")
+                    raise RuntimeError(f"a rank of the probe failed (exit status {process.exitcode})")
         finally:  # the other rank would wait in a collective for the failed one, and the script would never exit
             for process in ranks:
                 if process.is_alive():
@@ -120,8 +121,7 @@ def run_sac_pendulum(seeds: list[int], budget: int, work_dir: str) -> list[dict]
             flags = [*common, "--seed", str(seed), "--cwd", cwd, "--batch-size", str(256 // learners)]
             launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"] if learners == 2 else []
             start = time.perf_counter()
-            subprocess.run([sys.executable, *launcher, "-m", "elegantrl", *flags], check=True, capture_output=True,
-                           env={**os.environ, "OMP_NUM_THREADS": "1"}, timeout=RUN_TIMEOUT_SECONDS)
+            run_in_own_group([sys.executable, *launcher, "-m", "elegantrl", *flags], env={**os.environ, "OMP_NUM_THREADS": "1"})
             wall = time.perf_counter() - start
             with open(os.path.join(cwd, "recorder.csv")) as file:
                 rows = list(csv.DictReader(file))

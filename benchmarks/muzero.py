@@ -15,7 +15,6 @@ import argparse
 import csv
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,7 +24,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository, for `import benchmarks`
 from learners import write
 
-from benchmarks.cli import RUN_TIMEOUT_SECONDS, check_distinct_seeds, random_seed  # noqa: E402
+from benchmarks.cli import check_distinct_seeds, random_seed, run_in_own_group  # noqa: E402
 from benchmarks.report import median  # noqa: E402
 from elegantrl.agent import AgentMuZero
 
@@ -37,9 +36,8 @@ def run_cartpole(seeds: list[int], work_dir: str) -> list[dict]:
     for seed in seeds:
         cwd = os.path.join(work_dir, f"seed{seed}")
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "elegantrl", "--agent", "MuZero", "--env", "CartPole-v1", "--num-envs", "8",
-                        "--target-return", str(TARGET), "--break-step", str(BUDGET), "--seed", str(seed), "--cwd", cwd, "--no-print"],
-                       check=True, capture_output=True, timeout=RUN_TIMEOUT_SECONDS)
+        run_in_own_group([sys.executable, "-m", "elegantrl", "--agent", "MuZero", "--env", "CartPole-v1", "--num-envs", "8",
+                          "--target-return", str(TARGET), "--break-step", str(BUDGET), "--seed", str(seed), "--cwd", cwd, "--no-print"])
         wall = time.perf_counter() - start
         with open(os.path.join(cwd, "recorder.csv")) as file:
             rows = list(csv.DictReader(file))

@@ -161,8 +161,9 @@ def fresh_job_folder(path: str) -> None:
                                                          and os.path.isfile(os.path.join(path, name))
                                                          and not os.path.islink(os.path.join(path, name)))]
         if names is None or strangers:
-            raise FileExistsError(f"{path} is not a benchmark job's run folder (it holds {strangers or 'no folder'}): nothing "
-                                  f"was deleted. Move it away, or choose another --work-dir")
+            what = f"it holds {strangers}" if names is not None else "it is a file or a link, not a folder"
+            raise FileExistsError(f"{path} is not a benchmark job's run folder ({what}): nothing was deleted. Move it away, "
+                                  f"or choose another --work-dir")
         for name in names:
             os.remove(os.path.join(path, name))
     os.makedirs(path, exist_ok=True)

@@ -823,6 +823,11 @@ class AgentDDPG(AgentOffPolicy):
             noise = self.explore_noise * torch.randn_like(action)
         return (action + noise).clamp(-1.0, 1.0)
 
+    def _saved_parts(self) -> dict[str, Any]:
+        parts = super()._saved_parts()
+        parts.pop("ou_state")  # exploration noise, one row per env of this run: not learned, and its shape may change
+        return parts
+
     def target_action(self, next_state: torch.Tensor) -> torch.Tensor:
         """The action whose value the TD target bootstraps from."""
         return self.actor_target(next_state)

@@ -164,6 +164,6 @@ def leave_learners(group: LearnerGroup | None, finished: bool = False) -> None:
             dist.barrier()
     except RuntimeError:  # a rank that failed after the last round: its own error is the one to see
         pass
-    finally:
-        if group.made_here:
+    finally:  # still initialised? a watch thread (parallel.watch_ranks) may have aborted the group meanwhile
+        if group.made_here and dist.is_initialized():
             dist.destroy_process_group()

@@ -387,7 +387,8 @@ class ReportingAsyncVectorEnv(gym.vector.AsyncVectorEnv):
             self.parent_pipes[index] = None
         self._state = gym.vector.async_vector_env.AsyncState.DEFAULT
         index, _, error, trace = errors[-1]
-        raise error from EnvWorkerTraceback(f"sub-env {index} raised in its worker process:\n{trace}")
+        others = f" (sub-envs {sorted(other for other, *_ in errors[:-1])} raised too)" if len(errors) > 1 else ""
+        raise error from EnvWorkerTraceback(f"sub-env {index} raised in its worker process{others}:\n{trace}")
 
 
 def build_vector_env(env: PreprocessEnv, num_envs: int, if_async: bool = False) -> gym.vector.VectorEnv:
@@ -410,7 +411,10 @@ def close_vector_env(env: gym.vector.VectorEnv) -> None:
     would again when the env is collected, printing an ignored exception at exit."""
     try:
         env.close()
-    except Exception:  # the run's own error is the one to see: end the other workers and mark the env closed
+    except BaseException as error:  # the run's own error is the one to see: end the other workers and mark the env closed
+        # a worker's own KeyboardInterrupt (Ctrl-C reaches the workers too) comes back from the step it cut short
+        if not isinstance(error, Exception) and not isinstance(error.__cause__, EnvWorkerTraceback):
+            raise
         for process in getattr(env, "processes", ()):
             if process.is_alive():
                 process.terminate()

@@ -30,7 +30,8 @@ class StateNorm(nn.Module):
         # a Python flag, not a tensor test: the unnormalised path then costs nothing on every forward
         self.if_active = False
 
-    clip = 10.0  # normalised inputs stay within ±clip (as SB3's VecNormalize): a state far outside all seen so far
+    clip = 10.0  # ±clip bounds the input (as SB3's VecNormalize): a state far outside those seen so far, or a feature
+    # whose std is still tiny, would otherwise reach the network as a huge number
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return ((x - self.mean) / self.std).clamp(-self.clip, self.clip) if self.if_active else x

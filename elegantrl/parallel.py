@@ -438,9 +438,11 @@ def start_learner_ranks(args: Arguments, recipes: tuple[Callable, Callable], blu
 def stop_learner_ranks(ranks: Processes | None, group: LearnerGroup | None, grace: float = 30.0, finished: bool = False) -> None:
     """Leaves the process group (where this process made it; see `leave_learners` for `finished`), then
     waits for the ranks it started, if any."""
-    leave_learners(group, finished)  # first: a rank still waiting in a collective for this one then fails at once
-    if ranks is not None:
-        ranks.shutdown(grace)
+    try:
+        leave_learners(group, finished)  # first: a rank still waiting in a collective for this one then fails at once
+    finally:
+        if ranks is not None:
+            ranks.shutdown(grace)
 
 
 def _check_not_bootstrapping() -> None:
@@ -549,7 +551,7 @@ class Learner:
         self.buffer = agent.make_buffer(args.max_memo)
         self.hit_step: int | None = None  # where rank 0's Evaluator first saw the target
         self.stopping = False  # the target was reached and held long enough (`stops_at_target`), for every rank
-        self.logs: dict[str, float] = {}  # the newest update's figures
+        self.logs: dict[str, float] = {}  # each figure's latest value, for the final evaluation
         self.last_snapshot: tuple[int, int] | None = None  # (version, step) of the newest hand-off
 
     def start(self, recipes: tuple[Callable[[], PreprocessEnv], Callable[[], PreprocessEnv]], blueprint: bytes,
@@ -651,8 +653,8 @@ class Learner:
             rollouts, learned = [Transitions(*(torch.cat(parts, dim=1) for parts in zip(*rollouts)))], [if_update]
         rollouts = [Transitions(*(part.to(agent.device) for part in rollout)) for rollout in rollouts]
         agent.total_steps += sum(rollout.reward.numel() for rollout in rollouts) * self.world_size  # every rank's steps
-        # a figure a round did not log keeps its last value (as in train_in_rounds)
-        self.logs = {**self.logs, **store_and_update(agent, self.buffer, rollouts, args, learned)}
+        logs = store_and_update(agent, self.buffer, rollouts, args, learned)
+        self.logs = {**self.logs, **logs}  # as train_in_rounds' last_logs
         self.weights.publish(agent.actor)
         self._read_results()
         self.stopping = stops_at_target(args, self.hit_step, agent.total_steps)
@@ -662,7 +664,7 @@ class Learner:
                 return
         if if_update and agent.total_steps >= self.next_eval_step:
             self.next_eval_step = (agent.total_steps // args.eval_gap + 1) * args.eval_gap
-            self._hand_off(self.logs)
+            self._hand_off(logs)
 
     def _hand_off(self, logs: dict[str, float]) -> None:
         """Checkpoints the agent and gives the Evaluator the newest actor (which checks the figures); never waits for it."""

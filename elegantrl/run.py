@@ -37,7 +37,7 @@ import torch
 from elegantrl import agent as agent_module
 from elegantrl.agent import AgentBase, AgentMCTS, AgentOffPolicy, AgentOnPolicy, atomic_torch_save, atomic_write, load_torch_file
 from elegantrl.distributed import RANK_SEED_OFFSET, LearnerGroup, gpu_device, join_learners, launched_by_torchrun, leave_learners, rank_gpu
-from elegantrl.env import PreprocessEnv, build_vector_env, check_env, clone_env, close_vector_env
+from elegantrl.env import EnvWorkerTraceback, PreprocessEnv, build_vector_env, check_env, clone_env, close_vector_env
 from elegantrl.replay import Transitions
 from elegantrl.tuned import tuned_entry
 
@@ -92,11 +92,13 @@ class FolderLock:
     @classmethod
     def forget_in_child(cls) -> None:
         """In a process just forked: closes its copies of the locks' descriptors. That drops no lock (the
-        run's own descriptor still holds it), and the child no longer keeps the folder locked."""
+        run's own descriptor still holds it), and the child no longer keeps the folder locked once the run
+        is gone. The child's Arguments still count as holding their folder: one the parent prepared may
+        be trained in the child."""
         for lock in list(cls.live):
             if lock.fd is not None:
                 os.close(lock.fd)
-                lock.fd, lock.is_held = None, False
+                lock.fd = None
         cls.live.clear()
 
     def release(self) -> None:
@@ -136,8 +138,8 @@ class Arguments:
     cwd: str | None = _arg(None, "the run folder; by default runs/{env}_{agent}_{seed} (a new one if that exists)", str)
     if_remove: bool = _arg(False, "delete an existing run folder `cwd` before training", bool)
     if_resume: bool = _arg(False, "continue the run in `cwd` from its agent.pth (break_step counts its steps too)", bool)
-    random_seed: int | None = _arg(0, "seeds torch and the envs: one seed gives one learning curve; None (--seed random) "
-                                      "draws one, printed and kept in config.json", int)
+    random_seed: int | None = _arg(0, "seeds torch, numpy's and Python's global generators and the envs: one seed gives one "
+                                      "learning curve; None (--seed random) draws one, printed and kept in config.json", int)
     device: str | None = _arg(None, "torch device of the learner, e.g. cpu or cuda:0; by default cuda:0 if available", str)
     num_threads: int = _arg(1, "torch CPU threads while training; 1 is fastest for small networks, more help wide ones", int)
 
@@ -162,7 +164,7 @@ class Arguments:
     soft_update_tau: float | None = _arg(None, "target networks move this fraction toward the online ones per step", float)
     gamma: float | None = _arg(None, "discount factor per env step", float)
     reward_scale: float | None = _arg(None, "rewards are multiplied by this in the learning targets", float)
-    if_state_norm: bool = _arg(False, "normalise states by running mean and std (kept in the saved networks)", bool)
+    if_state_norm: bool = _arg(False, "normalise states by running mean and std, clipped to ±10 (kept in the saved networks)", bool)
 
     break_step: int = _arg(2**20, "stop after this many env steps", int)
     if_allow_break: bool = _arg(True, "stop as soon as an evaluation reaches the env's target return", bool)
@@ -638,7 +640,7 @@ def remove_run(cwd: str) -> None:
     board_files = os.listdir(board) if written(board, is_folder=True) else []
     names = os.listdir(cwd)  # only what was vetted goes: a file that appears meanwhile stays
     strangers = [name for name in names if not (RUN_FILE.fullmatch(name) and written(os.path.join(cwd, name))
-                                                          or name == "tensorboard" and written(board, is_folder=True))]
+                                                or name == "tensorboard" and written(board, is_folder=True))]
     strangers += [f"tensorboard/{name}" for name in board_files
                   if not (name.startswith("events.out.tfevents.") and written(os.path.join(board, name)))]
     if strangers:
@@ -1033,8 +1035,10 @@ def store_and_update(agent: AgentBase, buffer: Any, rollouts: list[Transitions],
                      learned: list[bool]) -> dict[str, float]:
     """Stores the round's rollouts and learns from those marked in `learned` (one flag a rollout: not the
     warm-up's, whose env steps buy no gradient steps); returns the logging figures."""
+    if len(learned) != len(rollouts):
+        raise ValueError(f"store_and_update: {len(rollouts)} rollouts but {len(learned)} learned flags")
     new_steps = 0
-    for rollout, if_learned in zip(rollouts, learned, strict=True):
+    for rollout, if_learned in zip(rollouts, learned):
         buffer.extend(rollout)
         new_steps += rollout.reward.numel() if if_learned else 0
     if_update = any(learned)
@@ -1170,6 +1174,7 @@ def train_in_rounds(args: Arguments, explore_env: Any, buffer: Any, evaluator: E
     With several learners (`group`), every rank runs this loop on its own envs, the rounds count the
     env steps of all ranks, and rank 0 (the only one with an `evaluator`) says when the target is reached."""
     agent, logs, is_first, stopping = args.agent, {}, True, False
+    last_logs: dict[str, float] = {}  # each figure's latest value, for the final evaluation
     hit_step = evaluator.first_hit_step if evaluator is not None else None  # a resumed run's hold counts from its own hit
     width = args.num_envs * (group.world_size if group else 1)
     if evaluator is not None:
@@ -1179,14 +1184,15 @@ def train_in_rounds(args: Arguments, explore_env: Any, buffer: Any, evaluator: E
         if horizon == 0 or stopping:
             # the final policy is evaluated too, even between two evaluations (at the budget, or past the target's hold)
             if evaluator is not None and (not evaluator.records or evaluator.records[-1]["step"] != agent.total_steps):
-                evaluator.evaluate_and_save(agent, agent.total_steps, logs, if_force=True)
+                evaluator.evaluate_and_save(agent, agent.total_steps, last_logs, if_force=True)
             return
         is_first, first_step = False, agent.total_steps
         transitions = agent.explore_env(explore_env, horizon, if_random)
         agent.total_steps += transitions.reward.numel() * (width // args.num_envs - 1)  # the other ranks' steps
         check_finite(transitions, first_step, args.env.env_name, args.cwd)
-        # a figure a round did not log (the last round, cut to fit break_step, may buy no gradient step) keeps its last value
-        logs = {**logs, **store_and_update(agent, buffer, [transitions], args, [if_update])}
+        logs = store_and_update(agent, buffer, [transitions], args, [if_update])
+        # the last round, cut to fit break_step, may buy no gradient step: the final row shows the latest figures
+        last_logs = {**last_logs, **logs}
         reached = False
         if evaluator is not None and if_update and evaluator.is_due(agent.total_steps):
             agent.save_or_load_agent(args.cwd, if_save=True)  # a checkpoint per evaluation: a kill loses little
@@ -1233,9 +1239,11 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
                     evaluator.resume(agent.total_steps)
                 write_config(args, group)
     except BaseException:  # a failed start: its env workers and its place among the learners go too
-        if explore_env is not env:
-            close_vector_env(explore_env)
-        leave_learners(group)
+        try:
+            if explore_env is not env:
+                close_vector_env(explore_env)
+        finally:
+            leave_learners(group)
         raise
 
     with signal_handlers({signal.SIGTERM: raise_terminated}):  # also over the final save: SIGTERM then still means 143
@@ -1249,6 +1257,8 @@ def train_and_evaluate(args: Arguments) -> AgentBase:
                 say_stopped(stop, args)
             raise
         except (EOFError, BrokenPipeError, ConnectionResetError) as error:  # what a dead worker's pipe raises
+            if isinstance(error.__cause__, EnvWorkerTraceback):  # the env's own (a networked simulator's), not a dead pipe
+                raise
             raise WorkerError(  # the CLI says it in one line, as for the workers of train_and_evaluate_mp
                 f"an env worker process of the async vector env died at env step about {agent.total_steps:,d} "
                 f"(the env crashed the process, e.g. os._exit or a segfault in its simulator); training stopped. "
@@ -1452,6 +1462,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as stop:  # the trainer has saved and said where; the status tells a script how it ended
         return 143 if isinstance(stop, Terminated) else 130
     except WorkerError as error:  # a worker process failed: its traceback is in the message
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {error}", file=sys.stderr)  # not through in_flags: the traceback's code must stay as it is
         return 1
     return 0

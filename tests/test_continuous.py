@@ -154,6 +154,10 @@ def test_ou_noise_is_its_own_for_each_env():
     with torch.no_grad():
         noise = agent.select_action(states) - agent.actor(states)
     assert len({tuple(row.tolist()) for row in noise}) == 4
+    fresh = AgentDDPG(explore_noise=0.2, if_ou_noise=True)
+    fresh.init(8, 3, 2)
+    fresh.load_state_dict(agent.state_dict())  # a resume: the noise of the run's envs is not part of the checkpoint
+    assert "ou_state" not in agent.state_dict()
 
 
 def test_a_warm_up_rollout_stored_with_a_learned_one_buys_no_gradient_steps():

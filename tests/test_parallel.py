@@ -153,8 +153,12 @@ def test_asynchronous_workers_are_refused_for_on_policy_agents(tmp_path):
 
 
 @pytest.mark.timeout(60)
-def test_asynchronous_workers_are_refused_with_several_learners_before_anything_starts(tmp_path):
-    args = Arguments(agent=AgentSAC(), env="Pendulum-v1", cwd=str(tmp_path / "run"), if_async_workers=True, learner_gpus=(-1, -1))
+def test_asynchronous_workers_are_refused_in_a_callers_process_group_before_anything_starts(tmp_path, monkeypatch):
+    import torch.distributed as dist
+
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)  # a group of two learners that the caller made
+    monkeypatch.setattr(dist, "get_world_size", lambda group=None: 2)
+    args = Arguments(agent=AgentSAC(), env="Pendulum-v1", cwd=str(tmp_path / "run"), if_async_workers=True)
     with pytest.raises(ValueError, match="several learners.*if_async_workers=False"):
         train_and_evaluate_mp(args)
     assert not os.path.exists(args.cwd) and multiprocessing.active_children() == []

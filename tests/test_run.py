@@ -264,6 +264,16 @@ def test_a_process_forked_from_a_run_does_not_keep_its_folder_locked(tmp_path):
 
 
 @pytest.mark.timeout(120)
+def test_arguments_prepared_in_a_parent_train_in_a_forked_child(tmp_path):
+    args = Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(tmp_path / "run"), **TINY)
+    args.init_before_training()
+    child = multiprocessing.get_context("fork").Process(target=train_and_evaluate, args=(args,))
+    child.start()
+    child.join(timeout=100)
+    assert child.exitcode == 0 and (tmp_path / "run" / "agent.pth").exists()
+
+
+@pytest.mark.timeout(120)
 def test_a_failed_start_closes_its_async_env_workers(tmp_path):
     args = Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(tmp_path / "run"), num_envs=2, if_async_envs=True,
                      max_memo=2**40, **TINY)  # fails when the buffer is made, after the vector env started

@@ -4,6 +4,7 @@ resume keeps to its task, break_step is the budget, and a bad input is one line 
 
 Every test that starts a process gives it a timeout and kills it if the test fails."""
 
+import contextlib
 import csv
 import json
 import os
@@ -154,6 +155,39 @@ def test_sigterm_and_ctrl_c_give_their_exit_status_and_keep_the_agent(signum, st
     assert f"stopped by {name} at env step" in output and "Traceback" not in output
     steps = int(output.split("at env step ")[1].split(".")[0].replace(",", ""))
     assert torch.load(tmp_path / "run" / "agent.pth", weights_only=True)["total_steps"] == steps >= 2 * 256
+
+
+@pytest.mark.timeout(240)
+def test_ctrl_c_in_a_terminal_with_async_env_workers_still_saves(tmp_path):
+    # a terminal's Ctrl-C reaches the whole process group: the env workers' cut-short steps must not skip the save
+    script = tmp_path / "train.py"
+    script.write_text("""
+import time
+import gymnasium as gym
+from elegantrl.agent import AgentD3QN
+from elegantrl.run import Arguments, train_and_evaluate
+
+class Slow(gym.Wrapper):  # most of the run is spent waiting for the workers' steps
+    def step(self, action):
+        time.sleep(0.02)
+        return self.env.step(action)
+
+if __name__ == "__main__":
+    train_and_evaluate(Arguments(agent=AgentD3QN(), env=lambda: Slow(gym.make("CartPole-v1")), cwd="run", num_envs=2,
+                                 if_async_envs=True, net_dim=16, batch_size=32, target_step=32, warmup_steps=64,
+                                 eval_gap=128, eval_times1=1, eval_times2=0, break_step=1_000_000, target_return=1e9))
+""")
+    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               cwd=tmp_path, env={**os.environ, "PYTHONPATH": CLI_PATH}, start_new_session=True)
+    try:
+        wait_for_rows(tmp_path / "run" / "recorder.csv", 2, process)
+        os.killpg(process.pid, signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    steps = int(output.split("at env step ")[1].split(".")[0].replace(",", ""))
+    assert torch.load(tmp_path / "run" / "agent.pth", weights_only=True)["total_steps"] == steps >= 2 * 128, output
 
 
 @pytest.mark.timeout(240)
