@@ -17,15 +17,15 @@ setup(
     install_requires=[
         "torch>=2.0,<3",
         "numpy>=1.22",
-        "gymnasium>=1.0,<2",
+        "gymnasium>=1.1,<2",
         "matplotlib>=3.5",
     ],
     extras_require={
-        "box2d": ["gymnasium[box2d]>=1.0,<2"],
-        "test": ["pytest>=7", "pytest-timeout>=2", "gymnasium[box2d]>=1.0,<2", "nbclient>=0.7", "nbformat>=5", "ipykernel>=6", "tensorboard>=2.10",
+        "box2d": ["gymnasium[box2d]>=1.1,<2"],
+        "test": ["pytest>=7", "pytest-timeout>=2", "gymnasium[box2d]>=1.1,<2", "nbclient>=0.7", "nbformat>=5", "ipykernel>=6", "tensorboard>=2.10",
                  "stable-baselines3>=2.3", "sb3-contrib>=2.3"],  # SB3's env checker in the tests; both for the benchmark rows' tests
         "tensorboard": ["tensorboard>=2.10"],
-        "bench": ["stable-baselines3>=2.3", "sb3-contrib>=2.3", "gymnasium[box2d]>=1.0,<2"],
+        "bench": ["stable-baselines3>=2.3", "sb3-contrib>=2.3", "gymnasium[box2d]>=1.1,<2"],
     },
     entry_points={"console_scripts": ["elegantrl=elegantrl.run:main"]},
     classifiers=[
