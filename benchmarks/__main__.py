@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shlex
@@ -11,7 +12,7 @@ import sys
 from benchmarks.cli import check_distinct_seeds, positive_int, random_seed
 from benchmarks.index import write_index
 from benchmarks.rows import HERE, QUICK_SUITE, ROWS
-from benchmarks.runner import Job, report_rows, run_job, run_rows
+from benchmarks.runner import Job, job_folder_files, report_rows, run_job, run_rows, seed_jobs
 from benchmarks.throughput import THROUGHPUT_ROWS
 
 
@@ -22,7 +23,7 @@ def main() -> int:
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--rows", nargs="+", choices=every_row, help="rows to run (default: all)")
     which.add_argument("--suite", choices=["quick", "full"],
-                       help=f"quick: {', '.join(QUICK_SUITE)} (minutes a seed); full: every row and both throughput measurements")
+                       help=f"quick: {', '.join(QUICK_SUITE)} (hours a seed on 2 cores); full: every row and both throughput measurements")
     parser.add_argument("--seeds", nargs="+", type=random_seed, default=[0, 1, 2], help="seeds (default: 0 1 2)")
     parser.add_argument("--budget", type=positive_int, default=None, help="env steps per run, overriding each row's budget (for smoke tests)")
     parser.add_argument("--out", default=os.path.join(HERE, "results"), help="where the .md and .csv reports go (default: benchmarks/results)")
@@ -51,11 +52,23 @@ def main() -> int:
         parser.error(f"--jobs must be between 1 and the number of CPUs ({len(os.sched_getaffinity(0))}), got {options.jobs}: "
                      "each job is a single-threaded process that needs a core of its own")
     check_distinct_seeds(parser, options.seeds)
+    if options.budget is not None and os.path.abspath(options.out) == os.path.join(HERE, "results"):
+        parser.error("--budget makes a smoke test, whose reports are not the rows': give --out (e.g. --out /tmp/smoke), "
+                     "so that benchmarks/results keeps the committed ones")
+    if os.path.exists(options.out) and not os.path.isdir(options.out):
+        parser.error(f"--out {options.out} is a file: give a folder for the reports")
     timings = [name for name in options.rows if name in THROUGHPUT_ROWS]
     if options.report_only and timings:  # they have no run folders to report from: --report-only would time them for real
         parser.error(f"--report-only rebuilds reports from the jobs' run folders, and {', '.join(timings)} are timings with none: "
                      "name the training rows with --rows (or --suite quick)")
     training = [name for name in options.rows if name in ROWS]
+    if not options.report_only:  # a folder that is not a job's is refused now, not after hours of the jobs before it
+        for name, seed in itertools.product(training, options.seeds):
+            for job in seed_jobs(name, seed, options.budget or ROWS[name].budget, options.work_dir):
+                try:
+                    job_folder_files(job.folder)
+                except FileExistsError as error:
+                    parser.error(str(error))
     write = report_rows if options.report_only else run_rows
     ok = write(training, options.seeds, options.budget, options.out, options.work_dir, command, options.jobs, options.note) if training else True
     for name in timings:  # timings last, so that no training job runs beside them

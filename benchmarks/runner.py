@@ -151,21 +151,27 @@ def run_job(job: Job) -> None:
 # ---- running the jobs and summarising them ---------------------------------------------------
 
 
+def job_folder_files(path: str) -> list[str]:
+    """The files of an earlier job in its run folder at `path` (an elegantrl run's, SB3's recorder.csv, job.json;
+    none where nothing is there). A folder that holds anything else is not a job's: FileExistsError."""
+    if not os.path.lexists(path):
+        return []
+    names = os.listdir(path) if os.path.isdir(path) and not os.path.islink(path) else None
+    strangers = [name for name in names or () if not ((RUN_FILE.fullmatch(name) or name == "job.json")
+                                                     and os.path.isfile(os.path.join(path, name))
+                                                     and not os.path.islink(os.path.join(path, name)))]
+    if names is None or strangers:
+        what = f"it holds {strangers}" if names is not None else "it is a file or a link, not a folder"
+        raise FileExistsError(f"{path} is not a benchmark job's run folder ({what}): nothing was deleted. Move it away, "
+                              f"or choose another --work-dir")
+    return names
+
+
 def fresh_job_folder(path: str) -> None:
-    """Makes a job's run folder at `path`, emptied of an earlier job's files (an elegantrl run's, SB3's
-    recorder.csv, job.json). A folder there that holds anything else is not a job's: FileExistsError,
-    deleting nothing, so that a --work-dir pointed at a folder of the user's loses nothing."""
-    if os.path.lexists(path):
-        names = os.listdir(path) if os.path.isdir(path) and not os.path.islink(path) else None
-        strangers = [name for name in names or () if not ((RUN_FILE.fullmatch(name) or name == "job.json")
-                                                         and os.path.isfile(os.path.join(path, name))
-                                                         and not os.path.islink(os.path.join(path, name)))]
-        if names is None or strangers:
-            what = f"it holds {strangers}" if names is not None else "it is a file or a link, not a folder"
-            raise FileExistsError(f"{path} is not a benchmark job's run folder ({what}): nothing was deleted. Move it away, "
-                                  f"or choose another --work-dir")
-        for name in names:
-            os.remove(os.path.join(path, name))
+    """Makes a job's run folder at `path`, emptied of an earlier job's files (`job_folder_files`); one that holds
+    anything else is refused, deleting nothing, so that a --work-dir pointed at a folder of the user's loses nothing."""
+    for name in job_folder_files(path):
+        os.remove(os.path.join(path, name))
     os.makedirs(path, exist_ok=True)
 
 

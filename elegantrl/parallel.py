@@ -576,11 +576,11 @@ class Learner:
         begin = time.perf_counter()
         processes.wait_started()
         self.startup_seconds = time.perf_counter() - begin
-        if self.clock is not None:
-            self.clock.start_time = time.perf_counter()  # training time: process start-up is not training
+        if self.clock is not None:  # training time from here on: process start-up is not training
             if args.if_resume:
                 self.clock.resume(agent.total_steps)
                 self.hit_step = self.clock.first_hit_step  # a resumed run's hold counts from its own hit
+            self.clock.start_clock()
 
     def run(self) -> None:
         """Trains until the budget is spent or the target is reached (`if_allow_break`), then evaluates the final policy."""

@@ -711,9 +711,14 @@ class Evaluator:
                 self._write_csv(self.records, rewrite=True)
         if self.records and os.path.isfile(os.path.join(self.cwd, "actor.pth")):  # without it, the next evaluation writes one
             self.best_return = max(record["best_return"] for record in self.records)
-        if self.records:
-            self.start_time -= self.records[-1]["seconds"]
+        self.start_clock()
         self.next_eval_step = (total_steps // self.eval_gap + 1) * self.eval_gap
+
+    def start_clock(self) -> None:
+        """Starts the training clock now, where a resumed record left off: the trainers call it as the first round
+        begins, so that setting up (imports, envs, the run folder) is not counted as training, as for SB3's runs."""
+        self.start_time = time.perf_counter() - (self.records[-1]["seconds"] if self.records else 0.0)
+        self.eval_seconds = 0.0
 
     @property
     def train_seconds(self) -> float:
@@ -755,6 +760,7 @@ class Evaluator:
                     f"Try a lower learning_rate or reward_scale."
                 )
         start = time.perf_counter()
+        seconds = self.train_seconds if seconds is None else seconds  # now: this evaluation's own time is not training
         seeds = iter(evaluation_seeds(self.random_seed, total_steps, self.eval_gap, self.eval_times1 + self.eval_times2))
         returns = [self.episode_return(agent, int(next(seeds))) for _ in range(self.eval_times1)]
         if np.mean(returns) > self.best_return and self.eval_times2:
@@ -762,7 +768,7 @@ class Evaluator:
         mean, std = float(np.mean(returns)), float(np.std(returns))
         improved = mean > self.best_return
         self.best_return = max(mean, self.best_return)
-        record = {"step": total_steps, "seconds": self.train_seconds if seconds is None else seconds,
+        record = {"step": total_steps, "seconds": seconds,
                   "return_mean": mean, "return_std": std, "best_return": self.best_return, **logs}
         # The record first: a kill between the two then leaves a best return whose actor was not saved (the one on
         # disk stays, and only a better one replaces it), never an actor.pth whose return no record holds
@@ -1179,6 +1185,7 @@ def train_in_rounds(args: Arguments, explore_env: Any, buffer: Any, evaluator: E
     width = args.num_envs * (group.world_size if group else 1)
     if evaluator is not None:
         warn_if_no_update(args, agent.total_steps, width)
+        evaluator.start_clock()
     while True:
         horizon, if_random, if_update = round_plan(args, agent.total_steps, width, is_first)
         if horizon == 0 or stopping:

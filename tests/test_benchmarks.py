@@ -212,6 +212,23 @@ def test_the_benchmark_refuses_bad_values_before_it_runs_anything(tmp_path, flag
     assert message in refused(tmp_path, [sys.executable, "-m", "benchmarks", *flags])
 
 
+@pytest.mark.timeout(150)
+def test_a_smoke_test_or_a_users_folder_is_refused_before_anything_trains(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    report = os.path.join(ROOT, "benchmarks", "results", "dqn-cartpole.md")
+    before = os.stat(report).st_mtime_ns
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "--rows", "dqn-cartpole", "--seeds", "0", "--budget", "100",
+                           "--work-dir", str(tmp_path / "work")], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert done.returncode == 2 and "give --out" in done.stderr and os.stat(report).st_mtime_ns == before  # the committed report stays
+    mine = tmp_path / "work" / "dqn-cartpole" / "elegantrl-AgentD3QN-seed0"
+    mine.mkdir(parents=True)
+    (mine / "notes.txt").write_text("mine")
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "--rows", "dqn-cartpole", "--seeds", "0", "--out", str(tmp_path / "out"),
+                           "--work-dir", str(tmp_path / "work")], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert done.returncode == 2 and "notes.txt" in done.stderr and (mine / "notes.txt").exists()
+    assert sorted(os.listdir(tmp_path / "work" / "dqn-cartpole")) == ["elegantrl-AgentD3QN-seed0"]  # no job ran before the refusal
+
+
 TUNE = [sys.executable, os.path.join(ROOT, "benchmarks", "tune.py"), "--agent", "AgentD3QN", "--env", "CartPole-v1", "--target", "475",
         "--budget", "300", "--seeds", "100"]  # a flag given again below takes the later value
 

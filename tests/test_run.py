@@ -620,6 +620,24 @@ def test_tensorboard_writes_nothing_before_the_first_record(tmp_path):
     assert os.listdir(tmp_path) == [] and evaluator.writer is None
 
 
+class SlowEpisodes(gym.Wrapper):
+    def step(self, action):
+        time.sleep(0.02)
+        return self.env.step(action)
+
+
+def test_an_evaluations_own_time_is_not_counted_as_training(tmp_path):
+    agent = AgentDQN()
+    agent.init(8, 4, 2)
+    env = PreprocessEnv(SlowEpisodes(gym.make("CartPole-v1", max_episode_steps=20)))
+    evaluator = Evaluator(str(tmp_path), env, 128, 2, 0, 475.0, 0, False, False, "")
+    evaluator.start_clock()
+    start = time.perf_counter()
+    evaluator.evaluate_and_save(agent, 128, {}, if_force=True)
+    evaluating = time.perf_counter() - start  # two episodes of 0.02 s steps
+    assert evaluator.records[0]["seconds"] < evaluating / 2 and evaluator.train_seconds < evaluating / 2
+
+
 def test_a_misspelt_field_is_an_error_not_ignored():
     args = Arguments(agent=AgentD3QN(), env="CartPole-v1")
     with pytest.raises(AttributeError, match="did you mean 'break_step'"):
