@@ -792,7 +792,7 @@ class Evaluator:
             print(f"{'step':>10} {'seconds':>8} {'return (mean ± std)':>21} {'best':>9}  " + "  ".join(f"{k:>12}" for k in self.fields[5:]))
         if self.writer_class is not None:
             if self.writer is None:
-                self.writer = self.writer_class(os.path.join(os.path.dirname(self.csv_path), "tensorboard"))
+                self.writer = self.writer_class(os.path.join(self.cwd, "tensorboard"))
             for name, value in record.items():
                 if name != "step":
                     self.writer.add_scalar(name, value, record["step"])
