@@ -233,6 +233,33 @@ def evaluator_main(recipe: Callable[[], PreprocessEnv], blueprint: bytes, init_k
 # ---- the learner -----------------------------------------------------------------------------
 
 
+def process_context() -> Any:
+    """How a run starts its processes: from a fork server where the platform has one (Linux, macOS), else by spawn.
+
+    Either way a child is a fresh process that imports the calling script and receives its arguments
+    pickled, so the same rules hold: calls under ``if __name__ == "__main__":``, envs that pickle. The
+    fork server imports torch and gymnasium once, when a run first needs it, and every later child is
+    forked from it with them: a worker starts in a fraction of a second, not in the seconds an import of
+    torch takes. The server preloads installed packages only: elegantrl and the user's modules are
+    imported by each child under the caller's ``sys.path`` (which the server, started with a path of its
+    own, may not share). It lives, idle, as long as the calling process, like multiprocessing's resource
+    tracker, and ends with it.
+    """
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return torch.multiprocessing.get_context("spawn")
+    context = torch.multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["torch", "gymnasium"])
+    return context
+
+
+def _in_environment(environ: dict[str, str], target: Callable, *args: Any) -> None:
+    """Runs `target` under the environment variables its starter had when it started it, as a spawned child would
+    (a fork server's child has the server's, from whenever the server started)."""
+    os.environ.clear()
+    os.environ.update(environ)
+    target(*args)
+
+
 class Processes:
     """The learner's view of its children: starts them, receives their messages, notices their death."""
 
@@ -247,8 +274,9 @@ class Processes:
 
     def start(self, name: str, target: Callable, *args: Any) -> None:
         """Starts a child with SIGINT ignored from its first instruction (it would kill it mid-import otherwise)."""
-        process = self.context.Process(target=target, args=args, name=f"elegantrl {name}")
-        with signal_handlers({signal.SIGINT: signal.SIG_IGN}):  # inherited through exec: Python keeps an ignored SIGINT
+        process = self.context.Process(target=_in_environment, args=(dict(os.environ), target, *args), name=f"elegantrl {name}")
+        # inherited through exec (Python keeps an ignored SIGINT), by a fork server started here too
+        with signal_handlers({signal.SIGINT: signal.SIG_IGN}):
             process.start()
         self.children[name] = process
 
@@ -403,7 +431,7 @@ def watch_ranks(ranks: Processes) -> None:
 def start_learner_ranks(args: Arguments, recipes: tuple[Callable, Callable], blueprint: bytes) -> tuple[Processes, LearnerGroup]:
     """Starts learners 1 … N-1 of ``args.learner_gpus`` as processes, and joins them as rank 0."""
     world_size = len(args.learner_gpus)
-    ranks = Processes(torch.multiprocessing.get_context("spawn"), args.cwd)
+    ranks = Processes(process_context(), args.cwd)
     store = dist.TCPStore("127.0.0.1", 0, world_size, is_master=True, wait_for_workers=False)  # port 0: a free one
     # the other ranks build their envs from the recipes, and print and write nothing
     payload = pickle.dumps(dataclasses.replace(args, agent=pickle.loads(blueprint), env=recipes[0], eval_env=None, device=None,
@@ -535,7 +563,7 @@ class Learner:
         self.args, self.agent, self.seed, self.group = args, args.agent, seed, group
         self.world_size = group.world_size if group else 1
         agent = self.agent
-        self.context = torch.multiprocessing.get_context("spawn")
+        self.context = process_context()
         self.processes = Processes(self.context, args.cwd)
         self.weights = SharedWeights(agent.actor)
         self.snapshot = SharedWeights(agent.actor, meta_bytes=1 << 16)

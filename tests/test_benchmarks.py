@@ -7,11 +7,13 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Callable
 
 import pytest
 from stable_baselines3.common.vec_env import VecNormalize
 
-from benchmarks import runner
+from benchmarks import __main__ as benchmarks_main
+from benchmarks import runner, tune
 from benchmarks.rows import ROOT, ROWS, dqn_matched_tau, gradient_steps_per_env_step, sb3_settings
 from benchmarks.runner import Job, train_sb3
 from elegantrl import agent as agent_module
@@ -187,6 +189,10 @@ def test_the_sweep_variants_change_only_how_the_policy_starts():
         agent_class("AgentPPOOldStart")
 
 
+TUNE = [sys.executable, os.path.join(ROOT, "benchmarks", "tune.py"), "--agent", "AgentD3QN", "--env", "CartPole-v1", "--target", "475",
+        "--budget", "300", "--seeds", "100"]  # a flag given again below takes the later value
+
+
 def refused(tmp_path, command: list[str]) -> str:
     """Runs a benchmark command line with --out and --work-dir under `tmp_path`; asserts exit 2 with nothing written; its last line."""
     out, work = tmp_path / "out", tmp_path / "work"
@@ -198,7 +204,28 @@ def refused(tmp_path, command: list[str]) -> str:
     return done.stderr.strip().splitlines()[-1]
 
 
+def refused_here(tmp_path, capsys, monkeypatch, main: Callable[[], int], flags: list[str]) -> str:
+    """`refused`, with the command's `main` called in this process (its checks are the same; only the start-up
+    of the interpreter is saved): exit status 2, nothing written; the last line of what it printed."""
+    out, work = tmp_path / "out", tmp_path / "work"
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(sys, "argv", ["benchmark", *flags, "--out", str(out), "--work-dir", str(work)])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    captured = capsys.readouterr()
+    assert exit_info.value.code == 2, captured.out[-2000:] + captured.err[-2000:]
+    assert not out.exists() and not work.exists()  # refused before any job ran or any report was written
+    return captured.err.strip().splitlines()[-1]
+
+
 @pytest.mark.timeout(150)
+def test_the_command_lines_refuse_bad_values_with_exit_status_2(tmp_path):
+    """The entry points themselves, once each: the checks behind them are tested in this process below."""
+    assert "must be a whole number of 1 or more" in refused(tmp_path, [sys.executable, "-m", "benchmarks", "--rows", "dqn-cartpole",
+                                                                        "--budget", "0"])
+    assert "is not JSON" in refused(tmp_path, [*TUNE, "--candidate", "a", "{bad"])
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--rows", "dqn-cartpole", "--budget", "0"], "argument --budget: must be a whole number of 1 or more, got '0'"),  # was: the full row
     (["--rows", "dqn-cartpole", "--budget", "-5"], "argument --budget: must be a whole number of 1 or more"),  # was: an all-error report
@@ -208,8 +235,8 @@ def refused(tmp_path, command: list[str]) -> str:
     (["--report-only"], "--report-only rebuilds reports from the jobs' run folders, and sac-throughput, env-throughput are timings"),
     (["--report-only", "--rows", "dqn-cartpole", "env-throughput"], "env-throughput are timings with none"),
 ])
-def test_the_benchmark_refuses_bad_values_before_it_runs_anything(tmp_path, flags, message):
-    assert message in refused(tmp_path, [sys.executable, "-m", "benchmarks", *flags])
+def test_the_benchmark_refuses_bad_values_before_it_runs_anything(tmp_path, capsys, monkeypatch, flags, message):
+    assert message in refused_here(tmp_path, capsys, monkeypatch, benchmarks_main.main, flags)
 
 
 @pytest.mark.timeout(150)
@@ -229,11 +256,6 @@ def test_a_smoke_test_or_a_users_folder_is_refused_before_anything_trains(tmp_pa
     assert sorted(os.listdir(tmp_path / "work" / "dqn-cartpole")) == ["elegantrl-AgentD3QN-seed0"]  # no job ran before the refusal
 
 
-TUNE = [sys.executable, os.path.join(ROOT, "benchmarks", "tune.py"), "--agent", "AgentD3QN", "--env", "CartPole-v1", "--target", "475",
-        "--budget", "300", "--seeds", "100"]  # a flag given again below takes the later value
-
-
-@pytest.mark.timeout(150)
 @pytest.mark.parametrize("flags, message", [
     (["--candidate", "a", "{bad"], "--candidate a: '{bad' is not JSON"),  # was: a JSONDecodeError traceback
     (["--candidate", "a", "[1]"], "--candidate a: the settings are a JSON object"),  # was: an AttributeError traceback
@@ -251,8 +273,8 @@ TUNE = [sys.executable, os.path.join(ROOT, "benchmarks", "tune.py"), "--agent", 
     (["--candidate", "a", "{}", "--agent", "AgentBase"], "no agent class 'AgentBase'"),  # a family base: not an agent to train
     (["--candidate", "a", '{"tuned_settings": [1]}'], "'tuned_settings' is set by the run itself"),
 ])
-def test_a_sweep_refuses_bad_arguments_and_candidates_before_it_trains(tmp_path, flags, message):
-    assert message in refused(tmp_path, [*TUNE, *flags])
+def test_a_sweep_refuses_bad_arguments_and_candidates_before_it_trains(tmp_path, capsys, monkeypatch, flags, message):
+    assert message in refused_here(tmp_path, capsys, monkeypatch, tune.main, [*TUNE[2:], *flags])
 
 
 @pytest.mark.parametrize("script, flags", [("workers.py", ["--seeds", "0", "0"]), ("workers.py", ["--budget", "0"]),

@@ -19,7 +19,7 @@ import gymnasium
 import pytest
 import torch
 import torch.distributed as dist
-from test_parallel import child_pids, no_process_left_behind  # noqa: F401  (an autouse fixture)
+from test_parallel import alive, child_pids, no_process_left_behind, own_fork_server  # noqa: F401  (an autouse fixture)
 
 from elegantrl.agent import AgentD3QN, AgentDiscretePPO, AgentSAC
 from elegantrl.distributed import LearnerGroup
@@ -216,14 +216,21 @@ def test_an_off_policy_agent_learns_on_two_cpu_learners_that_train_and_evaluate_
 
 
 def rank_one(pid: int) -> int:
-    """Rank 1 among the learner processes under `pid`: the child with children (its worker), or LOCAL_RANK=1 under torchrun."""
-    for child in child_pids(pid):
-        try:
-            with open(f"/proc/{child}/environ", "rb") as file:
-                if b"LOCAL_RANK=1\0" in file.read() or child_pids(child):
-                    return child
-        except OSError:
-            continue
+    """Rank 1 among the learner processes under `pid`: under torchrun, its child with LOCAL_RANK=1; else the process
+    with children (the workers of its own fork server) whose parent is `pid`'s fork server. Waits up to 60 s for it."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        below = child_pids(pid, own_fork_server())
+        for child in below:
+            try:
+                with open(f"/proc/{child}/stat") as file:
+                    parent = int(file.read().rsplit(")", 1)[1].split()[1])
+                with open(f"/proc/{child}/environ", "rb") as file:
+                    if (parent == pid and b"LOCAL_RANK=1\0" in file.read()) or (parent not in below | {pid} and child_pids(child)):
+                        return child
+            except OSError:
+                continue
+        time.sleep(0.2)
     raise AssertionError("no rank 1 process found")
 
 
@@ -283,7 +290,7 @@ def test_killing_a_rank_under_torchrun_ends_every_rank(tmp_path):
         process.wait()
     assert process.returncode != 0
     assert "rank      : 1" in output or "rank: 1" in output, output  # torchrun's report names the rank
-    assert not any(os.path.exists(f"/proc/{pid}") and child_pids(pid) for pid in ranks)
+    assert not any(alive(pid) for pid in ranks)  # every rank, and every process below one
 
 
 def test_gpu_check_says_where_there_is_no_gpu_and_exits_0():

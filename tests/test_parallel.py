@@ -6,12 +6,14 @@ that leaves a child process behind.
 
 import csv
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Collection
 
 import gymnasium as gym
 import numpy as np
@@ -26,23 +28,34 @@ TINY = dict(net_dim=32, batch_size=64, target_step=64, warmup_steps=256, eval_ga
             rollout_num=2, if_print=False)
 
 
-def child_pids(pid: int) -> set[int]:
-    """The live (not zombie) processes whose parent is `pid`, from /proc; multiprocessing's own
-    resource tracker, which lives as long as the process that first needed it, aside."""
-    children = set()
+def child_pids(pid: int, leave_out: Collection[int] = ()) -> set[int]:
+    """The live (not zombie) descendants of `pid`, from /proc (a run's workers are children of the fork server it
+    started, `elegantrl.parallel.process_context`), less those in `leave_out`, and less multiprocessing's resource
+    tracker, which lives as long as the process that first needed it."""
+    parents, commands = {}, {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as file:
                 fields = file.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as file:
+                commands[int(entry)] = file.read()
         except OSError:
             continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            with open(f"/proc/{entry}/cmdline", "rb") as file:
-                if b"resource_tracker" not in file.read():
-                    children.add(int(entry))
-    return children
+        if fields[0] != "Z":
+            parents[int(entry)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return {child for child in found if b"resource_tracker" not in commands.get(child, b"")} - set(leave_out)
+
+
+def own_fork_server() -> set[int]:
+    """This process's fork server, if it started one: like the resource tracker, it lives as long as this process."""
+    pid = multiprocessing.forkserver._forkserver._forkserver_pid
+    return {pid} if pid else set()
 
 
 def alive(pid: int) -> bool:
@@ -57,9 +70,9 @@ def alive(pid: int) -> bool:
 def no_process_left_behind():
     yield
     deadline = time.monotonic() + 10
-    while child_pids(os.getpid()) and time.monotonic() < deadline:
+    while child_pids(os.getpid(), own_fork_server()) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not child_pids(os.getpid()), "a test left a child process running"
+    assert not child_pids(os.getpid(), own_fork_server()), "a test left a child process running"
 
 
 def read_record(cwd):
@@ -89,6 +102,13 @@ def make_raising_cartpole():
 
 def make_killed_cartpole():
     return FaultyCartPole("kill")
+
+
+def make_cartpole_noting_the_environment():
+    """CartPole, after writing the value of ELEGANTRL_TEST_MARK in the process that makes it to a file of the current folder."""
+    with open(f"mark-{os.getpid()}", "w") as file:
+        file.write(os.environ.get("ELEGANTRL_TEST_MARK", "unset"))
+    return gym.make("CartPole-v1")
 
 
 class SlowCartPole(gym.Wrapper):
@@ -172,6 +192,20 @@ def test_an_env_that_raises_in_a_worker_ends_the_run_with_its_message(tmp_path):
         train_and_evaluate_mp(args)
     assert time.monotonic() - start < 60
     Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path), if_remove=True).init_before_training()  # a failed run let go of it too
+
+
+@pytest.mark.timeout(120)
+def test_the_processes_see_the_environment_variables_of_the_moment_the_run_starts(tmp_path, monkeypatch):
+    """Workers come from a fork server that outlives the run (`process_context`); a variable set after it started
+    still reaches the next run's processes, as it would a spawned process's."""
+    for mark in ("1", "2"):
+        (tmp_path / mark).mkdir()
+        monkeypatch.chdir(tmp_path / mark)
+        monkeypatch.setenv("ELEGANTRL_TEST_MARK", mark)
+        train_and_evaluate_mp(Arguments(agent=AgentD3QN(), env=make_cartpole_noting_the_environment, cwd="run", break_step=512,
+                                        **TINY))
+        marks = [(tmp_path / mark / name).read_text() for name in os.listdir(tmp_path / mark) if name.startswith("mark-")]
+        assert len(marks) >= 1 + TINY["rollout_num"] + 1 and set(marks) == {mark}  # this process, the workers, the Evaluator
 
 
 @pytest.mark.timeout(90)
@@ -261,12 +295,12 @@ def test_sigterm_stops_every_process_and_keeps_a_loadable_actor(tmp_path):
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 90
-        while not (cwd / "recorder.csv").is_file() or len(child_pids(process.pid)) < 3:
+        while not (cwd / "recorder.csv").is_file() or len(child_pids(process.pid)) < 4:  # the fork server, 2 workers, the Evaluator
             ended = process.poll() is not None
             assert not ended and time.monotonic() < deadline, process.stdout.read() if ended else "no evaluation in 90 s"
             time.sleep(0.2)
         time.sleep(1.0)
-        children = child_pids(process.pid)
+        children = child_pids(process.pid)  # the fork server ends with the run's process too
         process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=60)
     finally:
