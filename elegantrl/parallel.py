@@ -234,7 +234,8 @@ def evaluator_main(recipe: Callable[[], PreprocessEnv], blueprint: bytes, init_k
 
 
 def process_context() -> Any:
-    """How a run starts its processes: from a fork server where the platform has one (Linux, macOS), else by spawn.
+    """How a run starts its processes: from a fork server on Linux, else by spawn (on macOS a fork after system
+    libraries have started threads can crash the child, as Python's documentation warns).
 
     Either way a child is a fresh process that imports the calling script and receives its arguments
     pickled, so the same rules hold: calls under ``if __name__ == "__main__":``, envs that pickle. The
@@ -245,7 +246,7 @@ def process_context() -> Any:
     own, may not share). It lives, idle, as long as the calling process, like multiprocessing's resource
     tracker, and ends with it.
     """
-    if "forkserver" not in multiprocessing.get_all_start_methods():
+    if not sys.platform.startswith("linux"):
         return torch.multiprocessing.get_context("spawn")
     context = torch.multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["torch", "gymnasium"])

@@ -17,11 +17,17 @@ import pytest
 import torch
 
 from elegantrl.agent import AgentD3QN, AgentQRDQN
-from elegantrl.run import Arguments, train_and_evaluate
+from elegantrl.run import Arguments, main, train_and_evaluate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLI_PATH = os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))  # the checkout first, and what the caller had
 TINY = ["--net-dim", "16", "--batch-size", "32", "--target-step", "32", "--eval-times1", "2", "--eval-times2", "1"]
+
+
+def with_ctrl_c() -> None:
+    """In a child before its exec: Ctrl-C as a terminal has it, even where this process ignores it (a test runner's
+    worker, nohup), since a program inherits an ignored SIGINT and Python keeps it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def cli(*flags, cwd, timeout=240):
@@ -30,10 +36,22 @@ def cli(*flags, cwd, timeout=240):
                           timeout=timeout, env=env)
 
 
+def cli_here(*flags, cwd, capsys, monkeypatch):
+    """`cli`, with ``python -m elegantrl``'s `main` called in this process: for checks that end before anything trains
+    (the start-up of an interpreter saved). What it returned or exited with, and what it printed."""
+    monkeypatch.chdir(cwd)
+    try:
+        status = main(list(flags))
+    except SystemExit as exit_info:  # argparse's own refusals
+        status = exit_info.code
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(["elegantrl", *flags], status, captured.out, captured.err)
+
+
 def start_cli(*flags, cwd):
     env = {**os.environ, "PYTHONPATH": CLI_PATH}
     return subprocess.Popen([sys.executable, "-m", "elegantrl", *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, cwd=cwd, env=env)
+                            text=True, cwd=cwd, env=env, preexec_fn=with_ctrl_c)
 
 
 def wait_for_rows(path, rows, process, timeout=120):
@@ -165,7 +183,7 @@ def test_ctrl_c_in_a_terminal_with_async_env_workers_still_saves(tmp_path):
 import time
 import gymnasium as gym
 from elegantrl.agent import AgentD3QN
-from elegantrl.run import Arguments, train_and_evaluate
+from elegantrl.run import Arguments, main, train_and_evaluate
 
 class Slow(gym.Wrapper):  # most of the run is spent waiting for the workers' steps
     def step(self, action):
@@ -178,7 +196,7 @@ if __name__ == "__main__":
                                  eval_gap=128, eval_times1=1, eval_times2=0, break_step=1_000_000, target_return=1e9))
 """)
     process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               cwd=tmp_path, env={**os.environ, "PYTHONPATH": CLI_PATH}, start_new_session=True)
+                               cwd=tmp_path, env={**os.environ, "PYTHONPATH": CLI_PATH}, start_new_session=True, preexec_fn=with_ctrl_c)
     try:
         wait_for_rows(tmp_path / "run" / "recorder.csv", 2, process)
         os.killpg(process.pid, signal.SIGINT)
@@ -323,10 +341,10 @@ def test_two_runs_with_one_seed_and_two_envs_give_one_record(agent, envs, tmp_pa
     (["--seed", "1e3"], "argument --random-seed/--seed: '1e3' is not a whole number"),
     (["--agent", "Foo"], "invalid choice: 'Foo'"),
 ])
-def test_a_bad_setting_is_one_line_naming_the_flag_and_leaves_nothing(flags, words, tmp_path):
+def test_a_bad_setting_is_one_line_naming_the_flag_and_leaves_nothing(flags, words, tmp_path, capsys, monkeypatch):
     (tmp_path / "somefile").write_text("")
     os.symlink(tmp_path / "nowhere", tmp_path / "dangling")
-    line = one_line_error(cli(*flags, "--break-step", "64", cwd=tmp_path))
+    line = one_line_error(cli_here(*flags, "--break-step", "64", cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch))
     assert words in line
     assert sorted(os.listdir(tmp_path)) == ["dangling", "somefile"]
 
