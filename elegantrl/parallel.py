@@ -276,9 +276,17 @@ class Processes:
     def start(self, name: str, target: Callable, *args: Any) -> None:
         """Starts a child with SIGINT ignored from its first instruction (it would kill it mid-import otherwise)."""
         process = self.context.Process(target=_in_environment, args=(dict(os.environ), target, *args), name=f"elegantrl {name}")
-        # inherited through exec (Python keeps an ignored SIGINT), by a fork server started here too
-        with signal_handlers({signal.SIGINT: signal.SIG_IGN}):
+        # A spawned child inherits the ignored SIGINT through exec (Python keeps it ignored). A fork server's child gets
+        # the server's, so the server is what starts under it; the wait for its first imports stays open to Ctrl-C
+        # (a child it forks after that is still told to stop: its command queue and the stop event are already here)
+        if self.context.get_start_method() == "forkserver":
+            from multiprocessing import forkserver  # Unix's alone
+            with signal_handlers({signal.SIGINT: signal.SIG_IGN}):
+                forkserver.ensure_running()
             process.start()
+        else:
+            with signal_handlers({signal.SIGINT: signal.SIG_IGN}):
+                process.start()
         self.children[name] = process
 
     def wait_started(self) -> None:
@@ -588,6 +596,7 @@ class Learner:
         """Starts the Evaluator (unless not `with_evaluator`) and the workers, from the envs' recipes and the
         pickled agent before ``init``."""
         args, agent, processes = self.args, self.agent, self.processes
+        begin = time.perf_counter()  # a fork server's first imports, when a start waits for them, are start-up too
         child_init = agent_init_kwargs(args, device="cpu")
         self.weights.publish(agent.actor)
         if with_evaluator:
@@ -602,7 +611,6 @@ class Learner:
             processes.start(f"worker {index}", worker_main, index, recipes[0], blueprint, child_init, args.num_envs,
                             args.if_async_envs, self.seed + WORKER_SEED_OFFSET * (index + 1), args.num_threads, args.cwd,
                             self.weights, self.slots[index], processes.commands[index], processes.ready)
-        begin = time.perf_counter()
         processes.wait_started()
         self.startup_seconds = time.perf_counter() - begin
         if self.clock is not None:  # training time from here on: process start-up is not training

@@ -235,6 +235,7 @@ def test_the_command_lines_refuse_bad_values_with_exit_status_2(tmp_path):
     (["--report-only"], "--report-only rebuilds reports from the jobs' run folders, and sac-throughput, env-throughput are timings"),
     (["--report-only", "--rows", "dqn-cartpole", "env-throughput"], "env-throughput are timings with none"),
 ])
+@pytest.mark.timeout(60)  # a check that no longer refuses would run the jobs in this process
 def test_the_benchmark_refuses_bad_values_before_it_runs_anything(tmp_path, capsys, monkeypatch, flags, message):
     assert message in refused_here(tmp_path, capsys, monkeypatch, benchmarks_main.main, flags)
 
@@ -273,6 +274,7 @@ def test_a_smoke_test_or_a_users_folder_is_refused_before_anything_trains(tmp_pa
     (["--candidate", "a", "{}", "--agent", "AgentBase"], "no agent class 'AgentBase'"),  # a family base: not an agent to train
     (["--candidate", "a", '{"tuned_settings": [1]}'], "'tuned_settings' is set by the run itself"),
 ])
+@pytest.mark.timeout(60)
 def test_a_sweep_refuses_bad_arguments_and_candidates_before_it_trains(tmp_path, capsys, monkeypatch, flags, message):
     assert message in refused_here(tmp_path, capsys, monkeypatch, tune.main, [*TUNE[2:], *flags])
 

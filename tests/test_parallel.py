@@ -112,13 +112,13 @@ def make_cartpole_noting_the_environment():
 
 
 class SlowCartPole(gym.Wrapper):
-    """CartPole whose every step takes 0.2 s: an evaluation of it takes seconds."""
+    """CartPole whose every step takes 0.3 s: an evaluation of it takes seconds."""
 
     def __init__(self):
         super().__init__(gym.make("CartPole-v1", max_episode_steps=10))
 
     def step(self, action):
-        time.sleep(0.2)
+        time.sleep(0.3)
         return self.env.step(action)
 
 
@@ -322,7 +322,8 @@ def test_sigterm_stops_every_process_and_keeps_a_loadable_actor(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_a_slow_evaluation_env_does_not_hold_the_learner_back(tmp_path):
-    # one evaluation takes about 2 episodes x 10 steps x 0.2 s = 4 s; training hands off a snapshot every 512 steps
+    # one evaluation takes about 2 episodes x 10 steps x 0.3 s = 6 s, far longer than training's 512 steps between
+    # hand-offs takes, even beside another test's processes (pytest -n 2)
     args = Arguments(agent=AgentD3QN(), env="CartPole-v1", eval_env=SlowCartPole, cwd=str(tmp_path), break_step=6_144,
                      if_allow_break=False, random_seed=0, **TINY)
     agent = train_and_evaluate_mp(args)
