@@ -22,7 +22,8 @@ setup(
     ],
     extras_require={
         "box2d": ["gymnasium[box2d]>=1.1,<2"],
-        "test": ["pytest>=7", "pytest-timeout>=2", "pytest-xdist>=3", "gymnasium[box2d]>=1.1,<2", "nbclient>=0.7", "nbformat>=5", "ipykernel>=6", "tensorboard>=2.10",
+        "test": ["pytest>=7", "pytest-timeout>=2", "pytest-xdist>=3", "gymnasium[box2d]>=1.1,<2", "nbclient>=0.7", "nbformat>=5",
+                 "ipykernel>=6", "tensorboard>=2.10",
                  "stable-baselines3>=2.3", "sb3-contrib>=2.3"],  # SB3's env checker in the tests; both for the benchmark rows' tests
         "tensorboard": ["tensorboard>=2.10"],
         "bench": ["stable-baselines3>=2.3", "sb3-contrib>=2.3", "gymnasium[box2d]>=1.1,<2"],

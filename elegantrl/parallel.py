@@ -244,7 +244,7 @@ def process_context() -> Any:
     torch takes. The server preloads installed packages only: elegantrl and the user's modules are
     imported by each child under the caller's ``sys.path`` (which the server, started with a path of its
     own, may not share). It lives, idle, as long as the calling process, like multiprocessing's resource
-    tracker, and ends with it.
+    tracker, and ends after it and the last of its children.
     """
     if not sys.platform.startswith("linux"):
         return torch.multiprocessing.get_context("spawn")
