@@ -409,10 +409,12 @@ class AgentBase:
         kinds = (nn.Module, torch.optim.Optimizer, torch.Tensor)
         return {name: value for name, value in vars(self).items() if isinstance(value, kinds)}
 
+    saved_counts: tuple[str, ...] = ()  # whole-number counters besides total_steps that a checkpoint keeps
+
     def state_dict(self) -> dict[str, Any]:
-        """Every network, optimizer and learned tensor, and the step count: what a checkpoint holds."""
+        """Every network, optimizer and learned tensor, and the step counts: what a checkpoint holds."""
         state = {name: part if isinstance(part, torch.Tensor) else part.state_dict() for name, part in self._saved_parts().items()}
-        return {**state, "total_steps": self.total_steps}
+        return {**state, "total_steps": self.total_steps, **{name: getattr(self, name) for name in self.saved_counts}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Loads what `state_dict` gave, in place."""
@@ -435,6 +437,8 @@ class AgentBase:
             else:
                 part.load_state_dict(state[name])
         self.total_steps = int(state["total_steps"])
+        for name in self.saved_counts:  # a checkpoint from before a counter was kept starts it at 0
+            setattr(self, name, int(state.get(name, 0)))
 
     def save_or_load_agent(self, cwd: str, if_save: bool) -> None:
         """Saves the agent's `state_dict` to ``cwd/agent.pth``, or loads it.
@@ -506,13 +510,16 @@ def atomic_torch_save(obj: Any, path: str) -> None:
 class AgentOffPolicy(AgentBase):
     """The off-policy family: a replay buffer of past transitions, TD targets, target networks.
 
-    `update_net` owns the loop: sample, critic step, soft update, and every `actor_update_gap`
-    critic steps an actor step. A subclass defines the value of the next state (`get_next_q`), its
-    exploration (`select_action`) and, if it has an actor, the actor's objective (`get_obj_actor`).
+    `update_net` owns the loop: sample, critic step, every `target_update_gap` critic steps a soft
+    update of the target networks, and every `actor_update_gap` critic steps an actor step. A
+    subclass defines the value of the next state (`get_next_q`), its exploration (`select_action`)
+    and, if it has an actor, the actor's objective (`get_obj_actor`).
     """
 
     if_off_policy = True
     actor_update_gap: int = 1  # critic steps per actor step (TD3's policy delay)
+    target_update_gap: int = 1  # critic steps per target update (with soft_update_tau=1, DQN's periodic copy)
+    saved_counts = ("update_count",)  # so that a resumed run keeps the phase of both gaps
 
     def init(self, *args: Any, **kwargs: Any) -> None:
         super().init(*args, **kwargs)
@@ -535,14 +542,16 @@ class AgentOffPolicy(AgentBase):
         batch = buffer.sample_batch(self.batch_size)
         obj_critic, q_value = self.get_obj_critic(batch)
         self.optimizer_update(self.critic_optimizer, obj_critic)
-        self.soft_update(self.critic_target, self.critic, self.soft_update_tau)
         logs = {"obj_critic": obj_critic, "q_value": q_value.mean()}
         self.update_count += 1
+        if_target_update = self.update_count % self.target_update_gap == 0
+        if if_target_update:
+            self.soft_update(self.critic_target, self.critic, self.soft_update_tau)
         if self.has_separate_actor and self.update_count % self.actor_update_gap == 0:
             logs["obj_actor"] = self.get_obj_actor(batch)
             self.optimizer_update(self.actor_optimizer, logs["obj_actor"])
-            if self.actor_target is not None:
-                self.soft_update(self.actor_target, self.actor, self.soft_update_tau)
+        if if_target_update and self.actor_target is not None:
+            self.soft_update(self.actor_target, self.actor, self.soft_update_tau)
         return logs
 
     def get_obj_critic(self, batch: Transitions) -> tuple[torch.Tensor, torch.Tensor]:
@@ -686,6 +695,10 @@ class AgentDQN(AgentOffPolicy):
     Args:
         explore_rate: (start, end) probability of a random action, decayed linearly.
         explore_decay_steps: env steps over which the rate decays from start to end.
+        target_update_gap: gradient steps between two updates of the target network. The default,
+            1, is a Polyak average every step (``Arguments.soft_update_tau``); a gap of N with
+            ``soft_update_tau=1.0`` is the original DQN's copy every N steps (SB3's
+            ``target_update_interval``, which counts env steps).
     """
 
     ClassCri = QNet
@@ -694,14 +707,18 @@ class AgentDQN(AgentOffPolicy):
         learning_rate=2e-3, soft_update_tau=2**-5, warmup_steps=1000, eval_gap=2000,
     )
 
-    def __init__(self, explore_rate: tuple[float, float] = (1.0, 0.02), explore_decay_steps: int = 5_000):
+    def __init__(self, explore_rate: tuple[float, float] = (1.0, 0.02), explore_decay_steps: int = 5_000,
+                 target_update_gap: int = 1):
         pair = isinstance(explore_rate, (tuple, list)) and len(explore_rate) == 2 and all(map(_is_real, explore_rate))
         check_setting(self, "explore_rate", explore_rate, pair and 0.0 <= explore_rate[1] <= explore_rate[0] <= 1.0,
                       "(start, end) with 0 <= end <= start <= 1, e.g. (1.0, 0.02); a constant rate r is (r, r)")
         check_setting(self, "explore_decay_steps", explore_decay_steps, _is_real(explore_decay_steps) and explore_decay_steps >= 0,
                       "zero or positive")
+        check_setting(self, "target_update_gap", target_update_gap, _is_count(target_update_gap),
+                      "a whole number of at least 1, e.g. 1 (a soft update every step) or 500 with soft_update_tau=1.0")
         self.explore_rate_range = explore_rate
         self.explore_decay_steps = explore_decay_steps
+        self.target_update_gap = target_update_gap
 
     @property
     def explore_rate(self) -> float:
@@ -748,13 +765,14 @@ class AgentQRDQN(AgentDQN):
 
     Args:
         num_quantiles: N, the quantiles per action, at fractions τ̂ᵢ = (2i + 1) / 2N.
-        explore_rate, explore_decay_steps: as for `AgentDQN`.
+        explore_rate, explore_decay_steps, target_update_gap: as for `AgentDQN`.
     """
 
     ClassCri = QNetQuantile
 
-    def __init__(self, num_quantiles: int = 16, explore_rate: tuple[float, float] = (1.0, 0.02), explore_decay_steps: int = 5_000):
-        super().__init__(explore_rate, explore_decay_steps)
+    def __init__(self, num_quantiles: int = 16, explore_rate: tuple[float, float] = (1.0, 0.02), explore_decay_steps: int = 5_000,
+                 target_update_gap: int = 1):
+        super().__init__(explore_rate, explore_decay_steps, target_update_gap)
         check_setting(self, "num_quantiles", num_quantiles, _is_count(num_quantiles), "a whole number of at least 1, e.g. 16")
         self.ClassCri = functools.partial(QNetQuantile, num_quantiles=num_quantiles)  # AgentBase.init passes only the sizes
 
@@ -847,7 +865,8 @@ class AgentTD3(AgentDDPG):
     Args:
         explore_noise: standard deviation of the Gaussian exploration noise.
         policy_noise, noise_clip: the smoothing noise added to the target action, and its clip.
-        actor_update_gap: critic steps per actor step (the policy delay).
+        actor_update_gap: critic steps per actor step (the policy delay); the target networks move
+            once per actor step too, after it, as in the paper's algorithm.
     """
 
     ClassCri = CriticTwin
@@ -858,6 +877,7 @@ class AgentTD3(AgentDDPG):
         check_setting(self, "noise_clip", noise_clip, _is_real(noise_clip) and noise_clip >= 0.0, "zero or positive")
         check_setting(self, "actor_update_gap", actor_update_gap, _is_count(actor_update_gap), "a whole number of at least 1")
         self.policy_noise, self.noise_clip, self.actor_update_gap = policy_noise, noise_clip, actor_update_gap
+        self.target_update_gap = actor_update_gap
 
     def target_action(self, next_state: torch.Tensor) -> torch.Tensor:
         action = self.actor_target(next_state)

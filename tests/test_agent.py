@@ -150,6 +150,31 @@ def test_update_net_uses_each_transition_repeat_times_on_average():
     assert set(logs) == {"obj_critic", "q_value", "explore_rate"} and all(np.isfinite(list(logs.values())))
 
 
+def test_a_target_update_gap_with_tau_one_copies_the_network_every_gap_steps(tmp_path):
+    """The original DQN's target: a copy every N gradient steps, fixed in between, and a resume keeps the phase."""
+    env = PreprocessEnv("CartPole-v1")
+    agent = AgentDQN(target_update_gap=4)
+    agent.init(16, 4, 2, batch_size=16, repeat_times=1.0, soft_update_tau=1.0)
+    agent.reset_exploration(env, seed=0)
+    buffer = ReplayBuffer(1000, 4, 2, True)
+    buffer.extend(agent.explore_env(env, 200, if_random=True))
+    copied = []
+    for _ in range(6):
+        agent.update_step(buffer)
+        copied.append(all(torch.equal(a, b) for a, b in zip(agent.critic_target.parameters(), agent.critic.parameters())))
+    assert copied == [False, False, False, True, False, False]  # the weights move every step; the target only at the copy
+
+    agent.save_or_load_agent(str(tmp_path), if_save=True)
+    resumed = AgentDQN(target_update_gap=4)
+    resumed.init(16, 4, 2, batch_size=16, repeat_times=1.0, soft_update_tau=1.0)
+    resumed.save_or_load_agent(str(tmp_path), if_save=False)
+    assert resumed.update_count == 6
+    resumed.update_step(buffer)
+    assert not all(torch.equal(a, b) for a, b in zip(resumed.critic_target.parameters(), resumed.critic.parameters()))
+    resumed.update_step(buffer)  # the 8th step: a copy, two steps after the resume and not four
+    assert all(torch.equal(a, b) for a, b in zip(resumed.critic_target.parameters(), resumed.critic.parameters()))
+
+
 def test_save_and_load_round_trip(tmp_path):
     env = PreprocessEnv("CartPole-v1")
     agent = AgentD3QN()
@@ -206,6 +231,8 @@ def test_a_checkpoint_keeps_the_loading_machines_adam_kernel(tmp_path):
         (AgentDQN, dict(explore_rate=0.1)),
         (AgentDQN, dict(explore_rate=(0.1, 0.5))),
         (AgentQRDQN, dict(num_quantiles=0)),
+        (AgentDQN, dict(target_update_gap=0)),
+        (AgentQRDQN, dict(target_update_gap=2.5)),
         (AgentQRDQN, dict(num_quantiles=2.5)),
         (AgentTD3, dict(actor_update_gap=0)),
         (AgentModSAC, dict(actor_update_gap=1.5)),

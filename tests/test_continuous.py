@@ -136,6 +136,20 @@ def test_td3_updates_the_actor_every_second_critic_step():
     assert {"obj_critic", "q_value", "obj_actor"} <= set(logs)
 
 
+def test_td3_moves_its_target_networks_once_per_actor_step():
+    """TD3's Algorithm 1: the targets move after each delayed actor step, not after every critic step."""
+    agent = AgentTD3(actor_update_gap=3)
+    agent.init(16, 3, 1, batch_size=32, repeat_times=1.0, soft_update_tau=0.5)
+    buffer = filled_buffer(agent, steps=320)
+    targets = (agent.critic_target, agent.actor_target)
+    seen = []
+    for _ in range(6):
+        before = [[p.clone() for p in net.parameters()] for net in targets]
+        agent.update_step(buffer)
+        seen.append([not all(torch.equal(a, b) for a, b in zip(old, net.parameters())) for old, net in zip(before, targets)])
+    assert seen == [[False, False], [False, False], [True, True]] * 2
+
+
 def test_ou_noise_is_correlated_in_time():
     agent = AgentDDPG(explore_noise=0.2, if_ou_noise=True)
     agent.init(8, 3, 1)
