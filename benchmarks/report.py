@@ -191,9 +191,10 @@ def work_per_env_step(row: Row, budget: int) -> str:
             ours.append(f"elegantrl {name} [{args.net_dim}, {args.net_dim}] wide, {args.num_envs} envs × {args.target_step} steps a "
                         f"rollout, batch {args.batch_size}, {epochs / args.batch_size:.3g} gradient steps per env step")
         else:
+            gap = args.agent.target_update_gap
             ours.append(f"elegantrl {name} [{args.net_dim}, {args.net_dim}] wide, batch {args.batch_size}, "
                         f"{args.repeat_times / args.batch_size:.3g} gradient steps per env step, {args.warmup_steps:,d} warm-up steps, "
-                        f"target moved by {args.soft_update_tau:.3g} every gradient step")
+                        f"target moved by {args.soft_update_tau:.3g} every " + (f"{gap:,d} gradient steps" if gap > 1 else "gradient step"))
     return "; ".join([sb3, *ours])
 
 

@@ -465,19 +465,16 @@ def gradient_steps_per_env_step(settings: dict[str, Any]) -> float:
     return 1.0 if settings["gradient_steps"] == -1 else settings["gradient_steps"] / train_freq
 
 
-def dqn_matched_tau(settings: dict[str, Any]) -> float:
-    """elegantrl's soft-update rate per gradient step whose target network is as stale, on average, as SB3 DQN's.
+def dqn_matched_copy_gap(settings: dict[str, Any]) -> int:
+    """The gradient steps between two of SB3 DQN's target copies, which elegantrl's matched DQN copies at too.
 
     SB3 copies its DQN target (``tau=1``) every ``target_update_interval`` env steps, checked while it
-    collects, so the target stays put through each burst of gradient steps: it is copied once every
-    N = ceil(interval / train_freq) · train_freq env steps, that is every N·g gradient steps (g per env
-    step; for an interval that is no multiple of train_freq, N on average to within train_freq), and is
-    N·g/2 gradient steps old on average. A Polyak average at rate t per gradient step is (1 - t)/t
-    old on average, about 1/t. elegantrl's agents keep their soft update; this rate gives the same
-    mean age to within a gradient step (capped at 1, a copy every step). An interval above
-    ``train_freq`` that is not a multiple of it spaces the copies unevenly, by up to ``train_freq``
-    env steps, which is modelled only where that is a tenth of the interval or less; settings not
-    modelled (these, and ``tau < 1``) raise ValueError.
+    collects, so the target stays put through each burst of gradient steps: an interval up to
+    ``train_freq`` is one copy per burst, every train_freq env steps; a longer one is a copy every
+    interval env steps (a multiple of train_freq; or, ten times it and more, to within one burst).
+    That is N·g gradient steps for N env steps between copies and g gradient steps per env step.
+    Settings not modelled (an interval between train_freq and ten times it that is no multiple of it,
+    and ``tau < 1``) raise ValueError.
     """
     train_freq = train_freq_steps(settings)
     interval = settings["target_update_interval"]
@@ -485,8 +482,8 @@ def dqn_matched_tau(settings: dict[str, Any]) -> float:
         raise ValueError(f"target_update_interval={interval}, train_freq={train_freq}, tau={settings['tau']}: matched rows "
                          f"model SB3's DQN target as a copy (tau=1) every interval up to train_freq, a multiple of it, "
                          f"or ten times it and more")
-    mean_age = -(-interval // train_freq) * train_freq * gradient_steps_per_env_step(settings) / 2.0
-    return min(1.0, 1.0 / mean_age)
+    env_steps = -(-interval // train_freq) * train_freq if interval < 10 * train_freq else interval
+    return max(1, round(env_steps * gradient_steps_per_env_step(settings)))
 
 
 def matched(name: str, agent: str, width: int = 256) -> Row:
@@ -496,16 +493,13 @@ def matched(name: str, agent: str, width: int = 256) -> Row:
     400×300 becomes width × width on SB3's side too). elegantrl takes SB3's batch size, its gradient
     steps per env step (as ``repeat_times`` = steps × batch), its warm-up of random actions and its
     buffer size, and, so that the two learn alike, its discount, its learning rate (the zoo's linear
-    decays as ``lr_decay_steps``, to zero at the same env step), its soft-update rate (for DQN's
-    periodic copies, the rate of the same mean staleness: `dqn_matched_tau`), its number of quantiles
-    and its epsilon schedule. What still differs is each library's own design: the network and update
+    decays as ``lr_decay_steps``, to zero at the same env step), its soft-update rate (for DQN, its
+    copies of the network, every `dqn_matched_copy_gap` gradient steps), its number of quantiles and
+    its epsilon schedule. What still differs is each library's own design: the network and update
     code, the replay buffer; the cadence (elegantrl collects rounds of ``target_step`` env steps, then
-    takes their gradient steps, where SB3 trains every ``train_freq`` env steps); DQN's target update
-    (SB3 copies the network now and then, elegantrl moves it a little every gradient step, with the
-    same mean age); TD3's target networks (SB3 moves them once per actor step,
-    elegantrl after every critic step); the critic loss (SB3's SAC and TD3 use MSE, elegantrl SmoothL1);
-    SB3 DQN's gradient clipping at norm 10. Where the row stops SB3 early (``sb3_budget``: its learning
-    rate is zero there), both sides stop there.
+    takes their gradient steps, where SB3 trains every ``train_freq`` env steps); the critic loss
+    (SB3's SAC and TD3 use MSE, elegantrl SmoothL1); SB3 DQN's gradient clipping at norm 10. Where the
+    row stops SB3 early (``sb3_budget``: its learning rate is zero there), both sides stop there.
     """
     base = ROWS[name]
     budget = min(base.budget, base.sb3_budget or base.budget)
@@ -530,8 +524,9 @@ def matched(name: str, agent: str, width: int = 256) -> Row:
     agent_kwargs: dict[str, Any] = {}
     if "exploration_fraction" in settings:  # the DQN family: epsilon-greedy, over the same env steps
         agent_kwargs = dict(explore_rate=(settings["exploration_initial_eps"], settings["exploration_final_eps"]),
-                            explore_decay_steps=round(settings["exploration_fraction"] * budget))
-        fields["soft_update_tau"] = dqn_matched_tau(settings)
+                            explore_decay_steps=round(settings["exploration_fraction"] * budget),
+                            target_update_gap=dqn_matched_copy_gap(settings))
+        fields["soft_update_tau"] = 1.0
     else:
         fields["soft_update_tau"] = settings["tau"]
     if "n_quantiles" in settings["policy_kwargs"]:

@@ -14,7 +14,7 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 from benchmarks import __main__ as benchmarks_main
 from benchmarks import runner, tune
-from benchmarks.rows import ROOT, ROWS, dqn_matched_tau, gradient_steps_per_env_step, sb3_settings
+from benchmarks.rows import ROOT, ROWS, dqn_matched_copy_gap, gradient_steps_per_env_step, sb3_settings
 from benchmarks.runner import Job, train_sb3
 from elegantrl import agent as agent_module
 from elegantrl.run import Arguments, lr_decay_factor
@@ -140,25 +140,29 @@ def test_a_learning_curve_stops_where_its_longest_run_stopped():
 
 
 @pytest.mark.parametrize("interval, train_freq, gradient_steps", [(10, 256, 128), (250, 4, -1), (1, 256, -1), (512, 256, 64)])
-def test_a_matched_dqn_target_is_as_stale_on_average_as_sb3s(interval, train_freq, gradient_steps):
-    """SB3's schedule played out step by step: its target's mean age in gradient steps is our Polyak target's."""
+def test_a_matched_dqn_target_is_copied_as_often_as_sb3s(interval, train_freq, gradient_steps):
+    """SB3's schedule played out step by step: the gradient steps between two copies of its target are elegantrl's gap."""
     settings = dict(target_update_interval=interval, train_freq=train_freq, gradient_steps=gradient_steps, tau=1.0)
-    ages, copied_at, done = [], 0, 0
+    copies, done = [], 0  # the gradient steps done at each copy that changes the target
     for env_step in range(1, 200_001):
-        if env_step % interval == 0:  # SB3's _on_step, while it collects
-            copied_at = done
+        if env_step % interval == 0 and done and (not copies or copies[-1] != done):  # SB3's _on_step, while it collects
+            copies.append(done)
         if env_step % train_freq == 0:  # then a burst of gradient steps
-            for _ in range(train_freq if gradient_steps == -1 else gradient_steps):
-                ages.append(done - copied_at)
-                done += 1
-    polyak_age = 1.0 / dqn_matched_tau(settings) - 1.0  # a Polyak average at rate t is (1 - t) / t steps old on average
-    assert polyak_age == pytest.approx(sum(ages) / len(ages), abs=1.0)
+            done += train_freq if gradient_steps == -1 else gradient_steps
+    between = [b - a for a, b in zip(copies, copies[1:])]
+    gap = dqn_matched_copy_gap(settings)
+    if interval <= train_freq or interval % train_freq == 0:
+        assert set(between) == {gap}
+    else:  # an interval that is no multiple of train_freq: the copies fall a burst early or late, and on average every gap
+        burst = train_freq if gradient_steps == -1 else gradient_steps
+        assert all(abs(b - gap) <= burst for b in between)
+        assert sum(between) / len(between) == pytest.approx(gap, abs=0.1)
 
 
 @pytest.mark.parametrize("interval, train_freq, tau", [(300, 256, 1.0), (10, 256, 0.1)])
 def test_a_dqn_target_schedule_that_matched_rows_do_not_model_is_refused(interval, train_freq, tau):
     with pytest.raises(ValueError, match="matched rows model SB3's DQN target as a copy"):
-        dqn_matched_tau(dict(target_update_interval=interval, train_freq=train_freq, gradient_steps=-1, tau=tau))
+        dqn_matched_copy_gap(dict(target_update_interval=interval, train_freq=train_freq, gradient_steps=-1, tau=tau))
 
 
 def test_the_sweep_variants_change_only_how_the_policy_starts():
