@@ -974,6 +974,7 @@ class AgentInterSAC(AgentSAC):
         obj_critic, q_value = self.get_obj_critic(batch)
         obj_actor = self.get_obj_actor(batch)
         self.optimizer_update(self.critic_optimizer, obj_critic + obj_actor)
+        self.update_count += 1
         self.soft_update(self.critic_target, self.critic, self.soft_update_tau)
         return {"obj_critic": obj_critic, "q_value": q_value.mean(), "obj_actor": obj_actor}
 

@@ -161,7 +161,8 @@ class Arguments:
     learning_rate: float | None = _arg(None, "Adam learning rate", float)
     lr_decay_steps: int | None = _arg(None, "decay every learning rate linearly to zero over this many env steps, as SB3's "
                                             "'lin_' schedules do over a run's length (then learning stops); 0 keeps it constant", int)
-    soft_update_tau: float | None = _arg(None, "target networks move this fraction toward the online ones per step", float)
+    soft_update_tau: float | None = _arg(None, "target networks move this fraction toward the online ones at each target update "
+                                               "(every gradient step; TD3: every actor step; DQN: every target_update_gap steps)", float)
     gamma: float | None = _arg(None, "discount factor per env step", float)
     reward_scale: float | None = _arg(None, "rewards are multiplied by this in the learning targets", float)
     if_state_norm: bool = _arg(False, "normalise states by running mean and std, clipped to ±10 (kept in the saved networks)", bool)

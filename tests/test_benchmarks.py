@@ -53,6 +53,12 @@ def test_matched_rows_do_the_same_work_on_both_sides(name):
         ours = args.learning_rate * lr_decay_factor(step, args.lr_decay_steps)
         assert ours == pytest.approx(sb3_rate, abs=1e-12), (step, ours, sb3_rate)
     assert agent.removeprefix("Agent") == row.sb3_algo  # the same algorithm, not D3QN against DQN
+    if "exploration_fraction" in settings:  # the DQN family: the target copied when SB3's is
+        assert settings["tau"] == args.soft_update_tau == 1.0
+        assert args.agent.target_update_gap == dqn_matched_copy_gap(settings) > 1
+    else:  # SAC, TD3: the same Polyak rate, and TD3's targets move with its actor on both sides
+        assert args.soft_update_tau == settings["tau"]
+        assert args.agent.target_update_gap == (settings.get("policy_delay") or settings.get("target_update_interval") or 1)
 
 
 def test_rows_as_users_run_them_take_elegantrl_built_in_settings():

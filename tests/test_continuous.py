@@ -148,6 +148,12 @@ def test_td3_moves_its_target_networks_once_per_actor_step():
         agent.update_step(buffer)
         seen.append([not all(torch.equal(a, b) for a, b in zip(old, net.parameters())) for old, net in zip(before, targets)])
     assert seen == [[False, False], [False, False], [True, True]] * 2
+    # the actor's target moves toward the actor after its step, not before it
+    before = [p.clone() for p in agent.actor_target.parameters()]
+    for _ in range(3):
+        agent.update_step(buffer)
+    expected = [old.lerp(new, 0.5) for old, new in zip(before, agent.actor.parameters())]
+    assert all(torch.allclose(a, b) for a, b in zip(agent.actor_target.parameters(), expected))
 
 
 def test_ou_noise_is_correlated_in_time():

@@ -656,7 +656,8 @@ def test_resuming_continues_the_weights_the_steps_and_the_record(tmp_path):
     resumed = train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True, learning_rate=1e-4,
                                            **{**TINY, "break_step": first.total_steps + 128}))
     # 64 steps refill the buffer (counted), then two rounds of 32 steps buy 32 gradient steps each
-    assert resumed.total_steps == first.total_steps + 128 and resumed.update_count == 64
+    # and the gradient-step count goes on too, so that a target_update_gap keeps its phase
+    assert resumed.total_steps == first.total_steps + 128 and resumed.update_count == first.update_count + 64
     # Adam's step count goes on from the saved one: networks and optimizers were loaded, not rebuilt
     assert resumed.critic_optimizer.state_dict()["state"][0]["step"] == adam_steps + 64
     assert resumed.critic_optimizer.param_groups[0]["lr"] == 1e-4  # this run's setting, not the saved run's
