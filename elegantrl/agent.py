@@ -877,7 +877,11 @@ class AgentTD3(AgentDDPG):
         check_setting(self, "noise_clip", noise_clip, _is_real(noise_clip) and noise_clip >= 0.0, "zero or positive")
         check_setting(self, "actor_update_gap", actor_update_gap, _is_count(actor_update_gap), "a whole number of at least 1")
         self.policy_noise, self.noise_clip, self.actor_update_gap = policy_noise, noise_clip, actor_update_gap
-        self.target_update_gap = actor_update_gap
+
+    @property
+    def target_update_gap(self) -> int:
+        """The targets move with the delayed actor step (the paper's Algorithm 1)."""
+        return self.actor_update_gap
 
     def target_action(self, next_state: torch.Tensor) -> torch.Tensor:
         action = self.actor_target(next_state)
