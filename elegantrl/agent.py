@@ -93,6 +93,12 @@ def make_adam(params: Iterable[torch.Tensor], learning_rate: float) -> torch.opt
         return torch.optim.Adam(params, learning_rate)
 
 
+def _check_max_grad_norm(agent: object, max_grad_norm: float | None) -> None:
+    """Refuses a gradient-clipping norm that is neither None nor a positive number."""
+    check_setting(agent, "max_grad_norm", max_grad_norm, max_grad_norm is None or (_is_real(max_grad_norm) and max_grad_norm > 0.0),
+                  "positive, e.g. 0.5 or 10, or None for no clipping")
+
+
 class AgentBase:
     """What every agent has: networks, acting, exploring, the state statistics and the checkpoint.
 
@@ -113,7 +119,7 @@ class AgentBase:
     if_off_policy: bool = True  # set by the family base; Arguments checks if_on_policy against it
     supports_workers: bool = True  # its rollouts are `Transitions`, which train_and_evaluate_mp's shared slots hold
     arg_defaults: dict[str, Any] = {}
-    max_grad_norm: float | None = None  # clip each optimizer's gradient to this norm (AgentOnPolicy takes it as a setting)
+    max_grad_norm: float | None = None  # clip each optimizer's gradient to this norm (the DQN and on-policy families take it as a setting)
 
     def __new__(cls, *args: Any, **kwargs: Any) -> AgentBase:
         agent = super().__new__(cls)
@@ -624,8 +630,7 @@ class AgentOnPolicy(AgentBase):
                  target_kl: float | None = None):
         check_setting(self, "lambda_entropy", lambda_entropy, _is_real(lambda_entropy) and lambda_entropy >= 0.0, "zero or positive")
         check_setting(self, "lambda_gae_adv", lambda_gae_adv, _is_real(lambda_gae_adv) and 0.0 <= lambda_gae_adv <= 1.0, "in [0, 1]")
-        check_setting(self, "max_grad_norm", max_grad_norm, max_grad_norm is None or (_is_real(max_grad_norm) and max_grad_norm > 0.0),
-                      "positive, e.g. 0.5, or None for no clipping")
+        _check_max_grad_norm(self, max_grad_norm)
         check_setting(self, "target_kl", target_kl, target_kl is None or (_is_real(target_kl) and target_kl > 0.0),
                       "positive, e.g. 0.02, or None to run every epoch")
         self.lambda_entropy, self.lambda_gae_adv, self.max_grad_norm = lambda_entropy, lambda_gae_adv, max_grad_norm
@@ -699,6 +704,8 @@ class AgentDQN(AgentOffPolicy):
             1, is a Polyak average every step (``Arguments.soft_update_tau``); a gap of N with
             ``soft_update_tau=1.0`` is the original DQN's copy every N steps (SB3's
             ``target_update_interval``, which counts env steps).
+        max_grad_norm: clip the Q network's gradient to this norm at every step (SB3's DQN clips at
+            10); None, the default, does not clip.
     """
 
     ClassCri = QNet
@@ -708,7 +715,7 @@ class AgentDQN(AgentOffPolicy):
     )
 
     def __init__(self, explore_rate: tuple[float, float] = (1.0, 0.02), explore_decay_steps: int = 5_000,
-                 target_update_gap: int = 1):
+                 target_update_gap: int = 1, max_grad_norm: float | None = None):
         pair = isinstance(explore_rate, (tuple, list)) and len(explore_rate) == 2 and all(map(_is_real, explore_rate))
         check_setting(self, "explore_rate", explore_rate, pair and 0.0 <= explore_rate[1] <= explore_rate[0] <= 1.0,
                       "(start, end) with 0 <= end <= start <= 1, e.g. (1.0, 0.02); a constant rate r is (r, r)")
@@ -718,7 +725,9 @@ class AgentDQN(AgentOffPolicy):
                       "a whole number of at least 1, e.g. 1 (a soft update every step) or 500 with soft_update_tau=1.0")
         self.explore_rate_range = explore_rate
         self.explore_decay_steps = explore_decay_steps
+        _check_max_grad_norm(self, max_grad_norm)
         self.target_update_gap = target_update_gap
+        self.max_grad_norm = max_grad_norm
 
     @property
     def explore_rate(self) -> float:
@@ -765,14 +774,14 @@ class AgentQRDQN(AgentDQN):
 
     Args:
         num_quantiles: N, the quantiles per action, at fractions τ̂ᵢ = (2i + 1) / 2N.
-        explore_rate, explore_decay_steps, target_update_gap: as for `AgentDQN`.
+        explore_rate, explore_decay_steps, target_update_gap, max_grad_norm: as for `AgentDQN`.
     """
 
     ClassCri = QNetQuantile
 
     def __init__(self, num_quantiles: int = 16, explore_rate: tuple[float, float] = (1.0, 0.02), explore_decay_steps: int = 5_000,
-                 target_update_gap: int = 1):
-        super().__init__(explore_rate, explore_decay_steps, target_update_gap)
+                 target_update_gap: int = 1, max_grad_norm: float | None = None):
+        super().__init__(explore_rate, explore_decay_steps, target_update_gap, max_grad_norm)
         check_setting(self, "num_quantiles", num_quantiles, _is_count(num_quantiles), "a whole number of at least 1, e.g. 16")
         self.ClassCri = functools.partial(QNetQuantile, num_quantiles=num_quantiles)  # AgentBase.init passes only the sizes
 

@@ -175,6 +175,22 @@ def test_a_target_update_gap_with_tau_one_copies_the_network_every_gap_steps(tmp
     assert all(torch.equal(a, b) for a, b in zip(resumed.critic_target.parameters(), resumed.critic.parameters()))
 
 
+@pytest.mark.parametrize("agent_class", [AgentDQN, AgentQRDQN])
+@pytest.mark.parametrize("max_grad_norm", [None, 0.01])
+def test_max_grad_norm_clips_the_q_networks_gradient(agent_class, max_grad_norm):
+    """SB3's DQN clips at norm 10: the DQN family takes the same setting, off by default."""
+    torch.manual_seed(0)
+    env = PreprocessEnv("CartPole-v1")
+    agent = agent_class(max_grad_norm=max_grad_norm)
+    agent.init(16, 4, 2, batch_size=32, reward_scale=100.0)  # large rewards: a gradient far above 0.01
+    agent.reset_exploration(env, seed=0)
+    buffer = ReplayBuffer(1000, 4, 2, True)
+    buffer.extend(agent.explore_env(env, 100, if_random=True))
+    agent.update_step(buffer)
+    norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in agent.critic.parameters()]))
+    assert (norm <= 0.01 + 1e-6) == (max_grad_norm is not None)
+
+
 def test_save_and_load_round_trip(tmp_path):
     env = PreprocessEnv("CartPole-v1")
     agent = AgentD3QN()
@@ -247,6 +263,8 @@ def test_a_checkpoint_keeps_the_loading_machines_adam_kernel(tmp_path):
         (AgentDQN, dict(explore_rate=("1", 0.1))),
         (AgentPPO, dict(lambda_entropy=True)),
         (AgentPPO, dict(max_grad_norm=0.0)),
+        (AgentDQN, dict(max_grad_norm=-1.0)),
+        (AgentQRDQN, dict(max_grad_norm="10")),
         (AgentPPO, dict(max_grad_norm=float("nan"))),
         (AgentPPO, dict(max_grad_norm="0.5")),
         (AgentPPO, dict(target_kl=0.0)),
