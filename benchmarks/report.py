@@ -182,6 +182,7 @@ def work_per_env_step(row: Row, budget: int) -> str:
             train_freq = train_freq_steps(settings)
             if settings["target_update_interval"] < train_freq:  # it moves while SB3 collects, not between gradient steps
                 sb3 += f" of collection (in effect between bursts of {train_freq:,d} env steps' gradient steps)"
+            sb3 += clipping(settings["max_grad_norm"])
     ours = []
     for name in row.agents:
         args = Arguments(agent=getattr(agent_module, name)(**row.agent_kwargs), env=row.env_id, if_print=False, **row.elegantrl_args)
@@ -194,8 +195,14 @@ def work_per_env_step(row: Row, budget: int) -> str:
             gap = args.agent.target_update_gap
             ours.append(f"elegantrl {name} [{args.net_dim}, {args.net_dim}] wide, batch {args.batch_size}, "
                         f"{args.repeat_times / args.batch_size:.3g} gradient steps per env step, {args.warmup_steps:,d} warm-up steps, "
-                        f"target moved by {args.soft_update_tau:.3g} every " + (f"{gap:,d} gradient steps" if gap > 1 else "gradient step"))
+                        f"target moved by {args.soft_update_tau:.3g} every " + (f"{gap:,d} gradient steps" if gap > 1 else "gradient step")
+                        + (clipping(args.agent.max_grad_norm) if "exploration_fraction" in settings else ""))
     return "; ".join([sb3, *ours])
+
+
+def clipping(max_grad_norm: float | None) -> str:
+    """How a DQN-family side of a "Work per env step" line clips its gradient."""
+    return ", gradient not clipped" if max_grad_norm is None else f", gradient clipped at norm {max_grad_norm:g}"
 
 
 def plot_curves(name: str, row: Row, results: list[dict[str, Any]], curves: dict[tuple, list[tuple]], path: str) -> None:

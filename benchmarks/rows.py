@@ -494,12 +494,12 @@ def matched(name: str, agent: str, width: int = 256) -> Row:
     steps per env step (as ``repeat_times`` = steps × batch), its warm-up of random actions and its
     buffer size, and, so that the two learn alike, its discount, its learning rate (the zoo's linear
     decays as ``lr_decay_steps``, to zero at the same env step), its soft-update rate (for DQN, its
-    copies of the network, every `dqn_matched_copy_gap` gradient steps), its number of quantiles and
-    its epsilon schedule. What still differs is each library's own design: the network and update
-    code, the replay buffer; the cadence (elegantrl collects rounds of ``target_step`` env steps, then
-    takes their gradient steps, where SB3 trains every ``train_freq`` env steps); the critic loss
-    (SB3's SAC and TD3 use MSE, elegantrl SmoothL1); SB3 DQN's gradient clipping at norm 10. Where the
-    row stops SB3 early (``sb3_budget``: its learning rate is zero there), both sides stop there.
+    copies of the network, every `dqn_matched_copy_gap` gradient steps), its number of quantiles, its
+    epsilon schedule and its gradient clipping (DQN's at norm 10). What still differs is each
+    library's own design: the network and update code, the replay buffer; the cadence (elegantrl
+    collects rounds of ``target_step`` env steps, then takes their gradient steps, where SB3 trains
+    every ``train_freq`` env steps); the critic loss (SB3's SAC and TD3 use MSE, elegantrl
+    SmoothL1). Where the row stops SB3 early (``sb3_budget``: its learning rate is zero there), both sides stop there.
     """
     base = ROWS[name]
     budget = min(base.budget, base.sb3_budget or base.budget)
@@ -525,7 +525,7 @@ def matched(name: str, agent: str, width: int = 256) -> Row:
     if "exploration_fraction" in settings:  # the DQN family: epsilon-greedy, over the same env steps
         agent_kwargs = dict(explore_rate=(settings["exploration_initial_eps"], settings["exploration_final_eps"]),
                             explore_decay_steps=round(settings["exploration_fraction"] * budget),
-                            target_update_gap=dqn_matched_copy_gap(settings))
+                            target_update_gap=dqn_matched_copy_gap(settings), max_grad_norm=settings["max_grad_norm"])
         fields["soft_update_tau"] = 1.0
     else:
         fields["soft_update_tau"] = settings["tau"]

@@ -56,6 +56,7 @@ def test_matched_rows_do_the_same_work_on_both_sides(name):
     if "exploration_fraction" in settings:  # the DQN family: the target copied when SB3's is
         assert settings["tau"] == args.soft_update_tau == 1.0
         assert args.agent.target_update_gap == dqn_matched_copy_gap(settings) > 1
+        assert args.agent.max_grad_norm == settings["max_grad_norm"]  # SB3's DQN clips at 10, sb3-contrib's QR-DQN does not
     else:  # SAC, TD3: the same Polyak rate, and TD3's targets move with its actor on both sides
         assert args.soft_update_tau == settings["tau"]
         assert args.agent.target_update_gap == (settings.get("policy_delay") or settings.get("target_update_interval") or 1)
