@@ -526,6 +526,7 @@ class AgentOffPolicy(AgentBase):
     actor_update_gap: int = 1  # critic steps per actor step (TD3's policy delay)
     target_update_gap: int = 1  # critic steps per target update (with soft_update_tau=1, DQN's periodic copy)
     saved_counts = ("update_count",)  # so that a resumed run keeps the phase of both gaps
+    joint_actor_objective: bool = False  # the actor is part of the critic's network and learns in its step (InterSAC)
 
     def init(self, *args: Any, **kwargs: Any) -> None:
         super().init(*args, **kwargs)
@@ -544,11 +545,19 @@ class AgentOffPolicy(AgentBase):
         return run_and_average(self.update_step(buffer) for _ in range(self.earn_updates(new_steps)))
 
     def update_step(self, buffer: ReplayBuffer) -> dict[str, torch.Tensor]:
-        """One gradient step on the critic and, every `actor_update_gap` steps, one on the actor."""
+        """One gradient step on the critic and, every `actor_update_gap` steps, one on the actor.
+
+        An actor that is part of the critic's network (`joint_actor_objective`) learns in the critic's
+        step instead, one optimizer on the sum of both objectives.
+        """
         batch = buffer.sample_batch(self.batch_size)
         obj_critic, q_value = self.get_obj_critic(batch)
-        self.optimizer_update(self.critic_optimizer, obj_critic)
         logs = {"obj_critic": obj_critic, "q_value": q_value.mean()}
+        objective = obj_critic
+        if self.joint_actor_objective:
+            logs["obj_actor"] = self.get_obj_actor(batch)
+            objective = obj_critic + logs["obj_actor"]
+        self.optimizer_update(self.critic_optimizer, objective)
         self.update_count += 1
         if_target_update = self.update_count % self.target_update_gap == 0
         if if_target_update:
@@ -936,11 +945,12 @@ class AgentSAC(AgentOffPolicy):
         return next_q - self.alpha * next_log_prob  # the soft value: entropy is part of the return
 
     def get_obj_actor(self, batch: Transitions) -> torch.Tensor:
+        alpha = self.alpha  # the temperature of this step's critic target: the paper updates all three at once, as SB3 does
         action, log_prob = self.actor.get_action_logprob(batch.state)
         obj_alpha = -(self.log_alpha * (log_prob.detach() + self.entropy_target)).mean()
         self.optimizer_update(self.alpha_optimizer, obj_alpha)
         q_value = functools.reduce(torch.min, self.q_for_actor(batch.state, action))
-        return (self.alpha * log_prob - q_value).mean()
+        return (alpha * log_prob - q_value).mean()
 
     def update_net(self, buffer: ReplayBuffer, new_steps: int) -> dict[str, float]:
         return {**super().update_net(buffer, new_steps), "alpha": float(self.alpha)}
@@ -981,15 +991,7 @@ class AgentInterSAC(AgentSAC):
 
     ClassCri = InterSPG
     ClassAct = None  # the shared network acts too
-
-    def update_step(self, buffer: ReplayBuffer) -> dict[str, torch.Tensor]:
-        batch = buffer.sample_batch(self.batch_size)
-        obj_critic, q_value = self.get_obj_critic(batch)
-        obj_actor = self.get_obj_actor(batch)
-        self.optimizer_update(self.critic_optimizer, obj_critic + obj_actor)
-        self.update_count += 1
-        self.soft_update(self.critic_target, self.critic, self.soft_update_tau)
-        return {"obj_critic": obj_critic, "q_value": q_value.mean(), "obj_actor": obj_actor}
+    joint_actor_objective = True
 
     def q_for_actor(self, state: torch.Tensor, action: torch.Tensor) -> list[torch.Tensor]:
         return self.critic.get_q_heads(state, action, if_actor_objective=True)

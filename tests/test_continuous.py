@@ -192,6 +192,23 @@ def test_a_warm_up_rollout_stored_with_a_learned_one_buys_no_gradient_steps():
     assert buffer.cur_size == 320 and agent.update_count == 64 * 64 // 32  # the 64 learned steps' worth only
 
 
+def test_sac_actor_objective_uses_the_temperature_of_its_critic_target():
+    """All of a step's objectives use alpha from before the temperature's own step (the paper's simultaneous updates, SB3)."""
+    agent = AgentSAC()
+    agent.init(16, 3, 1, batch_size=32)
+    batch = filled_buffer(agent).sample_batch(32)
+    with torch.no_grad():
+        agent.log_alpha.fill_(1.0)
+    alpha = agent.alpha
+    torch.manual_seed(0)
+    action, log_prob = agent.actor.get_action_logprob(batch.state)
+    expected = (alpha * log_prob - torch.min(*agent.critic.get_q_heads(batch.state, action))).mean()
+    torch.manual_seed(0)
+    objective = agent.get_obj_actor(batch)
+    assert agent.alpha < alpha  # the temperature took its step (the entropy is above the target at the start)
+    assert objective.item() == pytest.approx(expected.item(), rel=1e-6)
+
+
 def test_inter_sac_actor_objective_does_not_train_the_critic_heads():
     agent = AgentInterSAC()
     agent.init(16, 3, 1, batch_size=32)
