@@ -93,6 +93,27 @@ def make_adam(params: Iterable[torch.Tensor], learning_rate: float) -> torch.opt
         return torch.optim.Adam(params, learning_rate)
 
 
+def clip_grad_norm(params: Iterable[torch.Tensor], max_norm: float) -> torch.Tensor:
+    """Scales the gradients of `params` so that their joint 2-norm is at most `max_norm`, as
+    ``torch.nn.utils.clip_grad_norm_`` does, and returns their norm before the scaling.
+
+    The same arithmetic in two foreach calls: torch's own groups the tensors by device and dtype and
+    checks its options at every call, which on a small network on one CPU thread cost about three
+    times as much as this, a fifth of a 256-wide DQN gradient step. Lists the foreach kernels
+    refuse (several devices, an old torch) go to torch's function.
+    """
+    params = list(params)
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return torch.zeros(())
+    try:
+        total_norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+        torch._foreach_mul_(grads, (max_norm / (total_norm + 1e-6)).clamp(max=1.0))
+    except (RuntimeError, TypeError, AttributeError):
+        return nn.utils.clip_grad_norm_(params, max_norm)
+    return total_norm
+
+
 def _check_max_grad_norm(agent: object, max_grad_norm: float | None) -> None:
     """Refuses a gradient-clipping norm that is neither None nor a positive number."""
     check_setting(agent, "max_grad_norm", max_grad_norm, max_grad_norm is None or (_is_real(max_grad_norm) and max_grad_norm > 0.0),
@@ -363,7 +384,7 @@ class AgentBase:
         if self.learner_group is not None:  # the same step on every rank keeps the networks and optimizers identical
             self.learner_group.average_gradients(p for group in optimizer.param_groups for p in group["params"])
         if self.max_grad_norm is not None:  # after the averaging, so that every learner clips the same gradient
-            nn.utils.clip_grad_norm_([p for group in optimizer.param_groups for p in group["params"]], self.max_grad_norm)
+            clip_grad_norm([p for group in optimizer.param_groups for p in group["params"]], self.max_grad_norm)
         optimizer.step()
 
     def optimizers(self) -> list[torch.optim.Optimizer]:

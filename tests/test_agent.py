@@ -16,6 +16,7 @@ from elegantrl.agent import (
     AgentQRDQN,
     AgentSAC,
     AgentTD3,
+    clip_grad_norm,
     quantile_huber_loss,
 )
 from elegantrl.env import PreprocessEnv
@@ -189,6 +190,25 @@ def test_max_grad_norm_clips_the_q_networks_gradient(agent_class, max_grad_norm)
     agent.update_step(buffer)
     norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in agent.critic.parameters()]))
     assert (norm <= 0.01 + 1e-6) == (max_grad_norm is not None)
+
+
+@pytest.mark.parametrize("max_norm", [1e-3, 1e3])
+def test_clip_grad_norm_gives_torchs_clip_grad_norm(max_norm):
+    """The foreach clipping scales every gradient as torch's function does, clipping or not, and skips
+    parameters without a gradient."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2), torch.nn.Linear(2, 2))
+    net[2].bias.requires_grad_(False)
+    net(torch.randn(64, 4)).pow(2).sum().backward()
+    with_grad = [p for p in net.parameters() if p.grad is not None]
+    reference = [torch.nn.Parameter(p.detach().clone()) for p in with_grad]
+    for copy, param in zip(reference, with_grad):
+        copy.grad = param.grad.clone()
+    expected_norm = torch.nn.utils.clip_grad_norm_(reference, max_norm)
+    ours = clip_grad_norm(net.parameters(), max_norm)
+    assert torch.allclose(ours, expected_norm)
+    assert all(torch.allclose(p.grad, r.grad) for p, r in zip(with_grad, reference))
+    assert (ours > max_norm) == (max_norm == 1e-3)  # one case clips, the other leaves the gradient alone
 
 
 def test_save_and_load_round_trip(tmp_path):
