@@ -23,7 +23,7 @@ from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.vec_env import VecNormalize
 
 from benchmarks.cli import end_with_runner, job_environment
-from benchmarks.report import finish_row, fmt, label
+from benchmarks.report import finish_row, fmt, label, source_commit
 from benchmarks.rows import OURS, ROOT, ROWS, SB3, TARGET_HOLD, Row, sb3_class
 from elegantrl.run import RUN_FILE
 
@@ -186,7 +186,41 @@ def launch(job: Job, core: int | None = None) -> bool:
     env = job_environment(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([ROOT, *filter(None, [env.get("PYTHONPATH")])])  # for `-m benchmarks` from any folder
     command = [sys.executable, "-m", "benchmarks", "--job", json.dumps({**asdict(job), "core": core})]
-    return subprocess.run(command, env=env).returncode == 0
+    returncode = None
+    try:
+        returncode = subprocess.run(command, env=env).returncode
+    finally:  # a job stopped with the runner still records what ran, for --report-only
+        write_job_record(job, returncode=returncode)
+    return returncode == 0
+
+
+def write_job_record(job: Job, **fields: Any) -> None:
+    """Writes ``job.folder/job.json`` once the job has ended: `fields` and the commit of the benchmark's code
+    (`source_commit`), which --report-only checks before it describes the run with this code's row settings."""
+    with open(os.path.join(job.folder, "job.json"), "w") as file:
+        json.dump({**fields, "commit": source_commit()}, file)
+
+
+def read_job_record(job: Job) -> dict[str, Any]:
+    """The job's ``job.json`` (`write_job_record`); {} for a job that has none (not run, or run before it was written)."""
+    try:
+        with open(os.path.join(job.folder, "job.json")) as file:
+            record = json.load(file)
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def commit_problem(name: str, jobs: list[Job], work_dir: str) -> str:
+    """Why row `name`'s finished `jobs` cannot be reported from this checkout ('' if they can): a report names the
+    commit it was written at and describes the runs with that commit's row settings, so the jobs must have run there."""
+    now = source_commit()
+    ran = sorted({str(read_job_record(job).get("commit", "an unrecorded commit")) for job in jobs})
+    if ran == [now]:
+        return ""
+    return (f"{name}: its jobs in {work_dir} ran at git {', '.join(ran)}, and this code is at git {now}, whose row settings "
+            f"the report would describe them with. Nothing was written: check out the commit they ran at (git worktree add "
+            f"--detach DIR COMMIT) and run the same --report-only command in DIR, with --work-dir {work_dir}")
 
 
 def summarise(job: Job, target: float, ok: bool) -> dict[str, Any]:
@@ -288,7 +322,8 @@ def report_rows(names: list[str], seeds: list[int], budget: int | None, out: str
 
     For a run that was stopped before its last seed: a seed counts only if every job of it
     finished (its last evaluation reached the target or the budget), and the report names the
-    seeds left out. Returns False if a row has no finished seed.
+    seeds left out. Returns False if a row has no finished seed, or its jobs ran at another commit
+    than this code's (`commit_problem`).
     """
     ok = True
     for name in names:
@@ -303,6 +338,11 @@ def report_rows(names: list[str], seeds: list[int], budget: int | None, out: str
                 missing.append(seed)
         if not results:
             print(f"{name}: no seed has finished all its jobs in {work_dir}", file=sys.stderr)
+            ok = False
+            continue
+        if problem := commit_problem(name, [job for seed in seeds if seed not in missing
+                                                 for job in seed_jobs(name, seed, row_budget, work_dir)], work_dir):
+            print(problem, file=sys.stderr)
             ok = False
             continue
         left_out = f"Rebuilt from the finished jobs' run folders; seeds {missing} had not finished and are left out." if missing else ""

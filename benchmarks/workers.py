@@ -51,7 +51,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 from benchmarks.cli import check_distinct_seeds, positive_int, random_seed  # noqa: E402
 from benchmarks.report import fmt, machine, median  # noqa: E402
 from benchmarks.rows import HERE, ROWS, Row  # noqa: E402
-from benchmarks.runner import Job, fresh_job_folder, summarise  # noqa: E402
+from benchmarks.runner import Job, commit_problem, fresh_job_folder, summarise, write_job_record  # noqa: E402
 from benchmarks.throughput import per_second, ratio_cells, write_throughput_report  # noqa: E402
 from elegantrl import agent as agent_module
 from elegantrl.agent import AgentBase, AgentSAC
@@ -344,7 +344,8 @@ def run_job(job_json: str) -> None:
 
 
 def launch_job(job: Job) -> None:
-    """Runs `job` in a fresh interpreter and writes ``job.folder/job.json``: exit status and wall seconds, start to exit."""
+    """Runs `job` in a fresh interpreter and writes ``job.folder/job.json``: exit status, wall seconds from start to exit,
+    and the commit that ran it."""
     fresh_job_folder(job.folder)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
            "PYTHONPATH": os.pathsep.join([HERE, *filter(None, [os.environ.get("PYTHONPATH")])])}
@@ -353,8 +354,7 @@ def launch_job(job: Job) -> None:
     command = [sys.executable, "-c", "import sys, workers; workers.run_job(sys.argv[1])", json.dumps(asdict(job))]
     start = time.perf_counter()
     returncode = subprocess.run(command, env=env).returncode
-    with open(os.path.join(job.folder, "job.json"), "w") as file:
-        json.dump({"returncode": returncode, "job_seconds": time.perf_counter() - start}, file)
+    write_job_record(job, returncode=returncode, job_seconds=time.perf_counter() - start)
 
 
 def job_result(job: Job, target: float) -> dict[str, Any]:
@@ -383,7 +383,7 @@ def run_trainer_rows(names: list[str], seeds: list[int], budget: int | None, tra
 
     Per seed the trainers run back to back, so a drift in machine speed hits them alike. With
     `report_only`, a seed counts only if every one of its jobs finished, and the report's Note names
-    the seeds left out (for a run that was stopped).
+    the seeds left out (for a run that was stopped); jobs that ran at another commit are refused (`commit_problem`).
     """
     ok = True
     for name in names:
@@ -405,6 +405,11 @@ def run_trainer_rows(names: list[str], seeds: list[int], budget: int | None, tra
                       f"(job {fmt(r['job_seconds'])} s), best {fmt(r['best_return'])}", flush=True)
         if not results:
             print(f"{name}: no seed has finished all its jobs in {work_dir}", file=sys.stderr)
+            ok = False
+            continue
+        if report_only and (problem := commit_problem(name, [job for seed in seeds if seed not in missing for job in
+                                                               trainer_jobs(name, seed, row_budget, work_dir, row_trainers)], work_dir)):
+            print(problem, file=sys.stderr)
             ok = False
             continue
         row_note = f"Rebuilt from the finished jobs' run folders; seeds {missing} had not finished and are left out. {note}" if missing else note

@@ -343,3 +343,25 @@ def test_a_job_folder_is_emptied_only_of_what_jobs_write(tmp_path):
     with pytest.raises(FileExistsError, match="nothing was deleted"):
         runner.fresh_job_folder(str(job))
     assert sorted(os.listdir(job)) == ["notes.txt", "recorder.csv"]
+
+
+def test_a_report_is_rebuilt_only_from_jobs_that_ran_at_this_commit(tmp_path, capsys):
+    """--report-only names this checkout's commit and describes the runs with its row settings, so it refuses jobs
+    that ran at another commit, or that did not record theirs, and writes nothing for them."""
+    work, out = tmp_path / "runs", tmp_path / "out"
+    jobs = runner.seed_jobs("dqn-cartpole", 0, ROWS["dqn-cartpole"].budget, str(work))
+    for job in jobs:  # finished jobs: their last evaluation at the budget
+        runner.fresh_job_folder(job.folder)
+        with open(os.path.join(job.folder, "recorder.csv"), "w") as file:
+            file.write(f"step,seconds,return_mean\n{job.budget},1.0,20.0\n")
+        runner.write_job_record(job, returncode=0)
+    assert runner.report_rows(["dqn-cartpole"], [0], None, str(out), str(work), "test")
+    assert f"elegantrl at git {runner.source_commit()}" in (out / "dqn-cartpole.md").read_text()
+    os.remove(out / "dqn-cartpole.md")
+    with open(os.path.join(jobs[1].folder, "job.json"), "w") as file:
+        json.dump({"returncode": 0, "commit": "0123abc"}, file)
+    os.remove(os.path.join(jobs[2].folder, "job.json"))
+    assert not runner.report_rows(["dqn-cartpole"], [0], None, str(out), str(work), "test")
+    message = capsys.readouterr().err
+    assert "0123abc" in message and "an unrecorded commit" in message and "git worktree add --detach" in message
+    assert not (out / "dqn-cartpole.md").exists()
