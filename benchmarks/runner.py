@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import csv
+import io
 import json
 import math
 import os
@@ -223,6 +224,29 @@ def commit_problem(name: str, jobs: list[Job], work_dir: str) -> str:
             f"--detach DIR COMMIT) and run the same --report-only command in DIR, with --work-dir {work_dir}")
 
 
+def read_evaluations(path: str) -> list[dict[str, float]]:
+    """The evaluations in a job's recorder.csv at `path`, each a row of numbers with its step, seconds and mean return.
+
+    A row torn by a kill mid-write (a job stopped with its runner, the case --report-only is for) is left out,
+    not taken for a crash of the whole report: the last line when it has no line end (a cut "-150.3" could
+    read as -15), and any row that does not read as numbers. An empty cell is a figure not logged at that
+    evaluation (e.g. TD3's obj_actor before its first actor step).
+    """
+    with open(path, newline="") as file:
+        text = file.read()
+    if not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
+    records = []
+    for line in csv.DictReader(io.StringIO(text)):
+        try:
+            record = {key: float(value) for key, value in line.items() if key is not None and value not in ("", None)}
+        except (TypeError, ValueError):
+            continue
+        if all(key in record for key in ("step", "seconds", "return_mean")):
+            records.append(record)
+    return records
+
+
 def summarise(job: Job, target: float, ok: bool) -> dict[str, Any]:
     """One result line from the job's ``recorder.csv``: status, steps and seconds to target, returns, stability.
 
@@ -236,11 +260,7 @@ def summarise(job: Job, target: float, ok: bool) -> dict[str, Any]:
                                   seconds=math.nan, best_return=math.nan, final_return=math.nan, evaluations=0,
                                   later_evaluations=0, later_held=0, fell=0, finished=0, curve=[])
     path = os.path.join(job.folder, "recorder.csv")
-    records = []
-    if ok and os.path.isfile(path):
-        with open(path, newline="") as file:
-            # an empty cell is a figure not logged at that evaluation (e.g. TD3's obj_actor before its first actor step)
-            records = [{key: float(value) for key, value in line.items() if value != ""} for line in csv.DictReader(file)]
+    records = read_evaluations(path) if ok and os.path.isfile(path) else []
     if not records:
         return result
     hit = next((record for record in records if record["return_mean"] >= target), None)

@@ -365,3 +365,14 @@ def test_a_report_is_rebuilt_only_from_jobs_that_ran_at_this_commit(tmp_path, ca
     message = capsys.readouterr().err
     assert "0123abc" in message and "an unrecorded commit" in message and "git worktree add --detach" in message
     assert not (out / "dqn-cartpole.md").exists()
+
+
+def test_a_row_torn_by_a_kill_is_left_out_of_a_jobs_summary(tmp_path):
+    """A job stopped mid-write leaves a last line without its end: --report-only reads the rows before it, and
+    does not take the cut "-15" of "-150.5" for a return, nor stop at a row that is not numbers."""
+    job = Job("td3-pendulum", "elegantrl", "AgentTD3", 0, 30_000, str(tmp_path))
+    (tmp_path / "recorder.csv").write_text("step,seconds,return_mean,obj_actor\r\n1000,1.0,-900.0,\r\n"
+                                           "2000,2.0,-250.0,0.5\r\n\x00\x00,2.5,oops\r\n3000,3.0,-15")
+    result = runner.summarise(job, -200.0, True)
+    assert result["evaluations"] == 2 and result["status"] == "failed"
+    assert result["best_return"] == -250.0 and result["final_return"] == -250.0 and result["steps"] == 2000
