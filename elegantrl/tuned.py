@@ -60,7 +60,8 @@ TUNED: dict[tuple[str, str], dict[str, Any]] = {
     # 237.5 (defaults 4/5, 5/5); DQN was as fast (5.0 s against 4.9 s), D3QN slower (9.6 s against 7.2 s).
     # Twice the gradient steps (with or without width 256) reached 475 sooner in env steps, not in seconds,
     # and held it no better for DQN (tune-dqn-cartpole-v1-hold.md, tune-d3qn-cartpole-v1-hold.md). On seeds 100-109
-    # neither rewards scaled by 0.1 nor a learning rate decayed over 100k env steps held it better (tune-dqn-cartpole-v1-hold-scale.md)
+    # neither rewards scaled by 0.1 nor a learning rate decayed over 100k env steps held it better (tune-dqn-cartpole-v1-hold-scale.md),
+    # nor gradients clipped at norm 10, a target four times slower or lr 1e-3 (tune-dqn-cartpole-v1-hold-target.md)
     ("DQN", "CartPole-v1"): dict(net_dim=128),
     # swept for stability (--hold 2) on six tuning seeds: width 128 held -100 on 73% of the evaluations after
     # the first hit against the defaults' 31%, and was no slower to get there (tune-d3qn-acrobot-v1-hold*.md)
