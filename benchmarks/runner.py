@@ -187,19 +187,19 @@ def launch(job: Job, core: int | None = None) -> bool:
     env = job_environment(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([ROOT, *filter(None, [env.get("PYTHONPATH")])])  # for `-m benchmarks` from any folder
     command = [sys.executable, "-m", "benchmarks", "--job", json.dumps({**asdict(job), "core": core})]
-    returncode = None
+    commit, returncode = source_commit(), None  # the code the job loads now, before a commit made meanwhile moves HEAD
     try:
         returncode = subprocess.run(command, env=env).returncode
     finally:  # a job stopped with the runner still records what ran, for --report-only
-        write_job_record(job, returncode=returncode)
+        write_job_record(job, commit, returncode=returncode)
     return returncode == 0
 
 
-def write_job_record(job: Job, **fields: Any) -> None:
-    """Writes ``job.folder/job.json`` once the job has ended: `fields` and the commit of the benchmark's code
-    (`source_commit`), which --report-only checks before it describes the run with this code's row settings."""
+def write_job_record(job: Job, commit: str, **fields: Any) -> None:
+    """Writes ``job.folder/job.json`` once the job has ended: `fields` and `commit`, the `source_commit` of the code
+    it ran (read as it started), which --report-only checks before it describes the run with this code's row settings."""
     with open(os.path.join(job.folder, "job.json"), "w") as file:
-        json.dump({**fields, "commit": source_commit()}, file)
+        json.dump({**fields, "commit": commit}, file)
 
 
 def read_job_record(job: Job) -> dict[str, Any]:
@@ -215,13 +215,14 @@ def read_job_record(job: Job) -> dict[str, Any]:
 def commit_problem(name: str, jobs: list[Job], work_dir: str) -> str:
     """Why row `name`'s finished `jobs` cannot be reported from this checkout ('' if they can): a report names the
     commit it was written at and describes the runs with that commit's row settings, so the jobs must have run there."""
-    now = source_commit()
+    now, work_dir = source_commit(), os.path.abspath(work_dir)
     ran = sorted({str(read_job_record(job).get("commit", "an unrecorded commit")) for job in jobs})
-    if ran == [now]:
+    if ran == [now]:  # a "-dirty" commit matches any uncommitted change on it: its report says -dirty, not exact
         return ""
     return (f"{name}: its jobs in {work_dir} ran at git {', '.join(ran)}, and this code is at git {now}, whose row settings "
-            f"the report would describe them with. Nothing was written: check out the commit they ran at (git worktree add "
-            f"--detach DIR COMMIT) and run the same --report-only command in DIR, with --work-dir {work_dir}")
+            f"the report would describe them with. Nothing was written. Rebuild it in a checkout of the commit they ran at "
+            f"(git worktree add --detach DIR COMMIT, then the same --report-only command in DIR with --work-dir {work_dir}); "
+            f"jobs that ran with uncommitted changes (-dirty) or recorded no commit cannot be reported exactly: run them again")
 
 
 def read_evaluations(path: str) -> list[dict[str, float]]:
@@ -229,21 +230,27 @@ def read_evaluations(path: str) -> list[dict[str, float]]:
 
     A row torn by a kill mid-write (a job stopped with its runner, the case --report-only is for) is left out,
     not taken for a crash of the whole report: the last line when it has no line end (a cut "-150.3" could
-    read as -15), and any row that does not read as numbers. An empty cell is a figure not logged at that
+    read as -15), a row with more cells than columns (a torn row with the next appended), and any row that
+    does not read as numbers. An empty cell is a figure not logged at that
     evaluation (e.g. TD3's obj_actor before its first actor step).
     """
-    with open(path, newline="") as file:
-        text = file.read()
+    with open(path, newline="", errors="replace") as file:
+        text = file.read().replace("\x00", "")  # a block of zeros from a cut write; csv refuses NUL before Python 3.11
     if not text.endswith("\n"):
         text = text[: text.rfind("\n") + 1]
     records = []
-    for line in csv.DictReader(io.StringIO(text)):
-        try:
-            record = {key: float(value) for key, value in line.items() if key is not None and value not in ("", None)}
-        except (TypeError, ValueError):
-            continue
-        if all(key in record for key in ("step", "seconds", "return_mean")):
-            records.append(record)
+    try:
+        for line in csv.DictReader(io.StringIO(text)):
+            if None in line:  # more cells than columns: a torn row with the next one appended to it
+                continue
+            try:
+                record = {key: float(value) for key, value in line.items() if value not in ("", None)}
+            except ValueError:
+                continue
+            if all(key in record for key in ("step", "seconds", "return_mean")):
+                records.append(record)
+    except csv.Error:  # damage the csv module cannot read past: the rows before it stand
+        pass
     return records
 
 

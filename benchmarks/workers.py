@@ -49,7 +49,7 @@ import torch.multiprocessing
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository, for `import benchmarks`
 from benchmarks.cli import check_distinct_seeds, positive_int, random_seed  # noqa: E402
-from benchmarks.report import fmt, machine, median  # noqa: E402
+from benchmarks.report import fmt, machine, median, source_commit  # noqa: E402
 from benchmarks.rows import HERE, ROWS, Row  # noqa: E402
 from benchmarks.runner import Job, commit_problem, fresh_job_folder, summarise, write_job_record  # noqa: E402
 from benchmarks.throughput import per_second, ratio_cells, write_throughput_report  # noqa: E402
@@ -352,9 +352,9 @@ def launch_job(job: Job) -> None:
     # `python -c`, not this script: spawned workers import the main script again, and this one would also import
     # Stable-Baselines3 (through the benchmarks package) in each of them at start-up, which a user's training script does not
     command = [sys.executable, "-c", "import sys, workers; workers.run_job(sys.argv[1])", json.dumps(asdict(job))]
-    start = time.perf_counter()
+    commit, start = source_commit(), time.perf_counter()
     returncode = subprocess.run(command, env=env).returncode
-    write_job_record(job, returncode=returncode, job_seconds=time.perf_counter() - start)
+    write_job_record(job, commit, returncode=returncode, job_seconds=time.perf_counter() - start)
 
 
 def job_result(job: Job, target: float) -> dict[str, Any]:

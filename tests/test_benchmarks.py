@@ -110,6 +110,9 @@ def test_seeds_that_run_at_once_are_pinned_to_different_cores(tmp_path, monkeypa
                          command="test", jobs=2)
     assert not ok  # every job "crashed"
     assert {core for _, core in seen} <= os.sched_getaffinity(0) and None not in {core for _, core in seen}
+    for seed in range(4):  # each job, crashed or not, records the commit it ran, for --report-only
+        for job in runner.seed_jobs("dqn-cartpole", seed, ROWS["dqn-cartpole"].budget, str(tmp_path / "runs")):
+            assert runner.read_job_record(job) == {"returncode": 1, "commit": runner.source_commit()}
     for seed in range(4):  # all of a seed's jobs run on the one core it took
         assert len({core for s, core in seen if s == seed}) == 1
 
@@ -354,7 +357,7 @@ def test_a_report_is_rebuilt_only_from_jobs_that_ran_at_this_commit(tmp_path, ca
         runner.fresh_job_folder(job.folder)
         with open(os.path.join(job.folder, "recorder.csv"), "w") as file:
             file.write(f"step,seconds,return_mean\n{job.budget},1.0,20.0\n")
-        runner.write_job_record(job, returncode=0)
+        runner.write_job_record(job, runner.source_commit(), returncode=0)
     assert runner.report_rows(["dqn-cartpole"], [0], None, str(out), str(work), "test")
     assert f"elegantrl at git {runner.source_commit()}" in (out / "dqn-cartpole.md").read_text()
     os.remove(out / "dqn-cartpole.md")
@@ -369,10 +372,11 @@ def test_a_report_is_rebuilt_only_from_jobs_that_ran_at_this_commit(tmp_path, ca
 
 def test_a_row_torn_by_a_kill_is_left_out_of_a_jobs_summary(tmp_path):
     """A job stopped mid-write leaves a last line without its end: --report-only reads the rows before it, and
-    does not take the cut "-15" of "-150.5" for a return, nor stop at a row that is not numbers."""
+    does not take the cut "-15" of "-150.5" for a return, nor stop at a row that is not numbers or at a torn row
+    with the next appended to it."""
     job = Job("td3-pendulum", "elegantrl", "AgentTD3", 0, 30_000, str(tmp_path))
     (tmp_path / "recorder.csv").write_text("step,seconds,return_mean,obj_actor\r\n1000,1.0,-900.0,\r\n"
-                                           "2000,2.0,-250.0,0.5\r\n\x00\x00,2.5,oops\r\n3000,3.0,-15")
+                                           "2000,2.0,-250.0,0.5\r\n\x00\x00,2.5,oops\r\n2500,2.5,-15000,2.6,-180.0,\r\n3000,3.0,-15")
     result = runner.summarise(job, -200.0, True)
     assert result["evaluations"] == 2 and result["status"] == "failed"
     assert result["best_return"] == -250.0 and result["final_return"] == -250.0 and result["steps"] == 2000
