@@ -254,8 +254,11 @@ class AgentBase:
         self.require_init("act")
         state = torch.as_tensor(state, dtype=torch.float32, device=self.device)
         if state.dim() not in (1, 2) or state.shape[-1] != self.state_dim:
+            # an env's own (2, 3) observation, where training saw it flattened by PreprocessEnv
+            hint = (": flatten the env's observation first (obs.reshape(-1)), as PreprocessEnv does in training"
+                    if state.numel() == self.state_dim else "")
             raise ValueError(f"{type(self).__name__}.act takes one state of shape ({self.state_dim},) or a batch of "
-                             f"shape (n, {self.state_dim}), got shape {tuple(state.shape)}")
+                             f"shape (n, {self.state_dim}), got shape {tuple(state.shape)}{hint}")
         single = state.dim() == 1
         output = self.actor(state.unsqueeze(0) if single else state)
         action = output.argmax(dim=1) if self.if_discrete else output

@@ -321,5 +321,9 @@ def test_act_names_the_shape_it_expects():
     agent.init(8, 4, 2)
     with pytest.raises(ValueError, match=r"one state of shape \(4,\) or a batch of shape \(n, 4\), got shape \(2, 3, 4\)"):
         agent.act(np.zeros((2, 3, 4), dtype=np.float32))
-    with pytest.raises(ValueError, match=r"got shape \(5,\)"):
+    with pytest.raises(ValueError, match=r"got shape \(5,\)") as refused:
         agent.act(np.zeros(5, dtype=np.float32))
+    assert "flatten" not in str(refused.value)
+    # an env's own (2, 2) observation, which PreprocessEnv flattened in training: the message says so
+    with pytest.raises(ValueError, match=r"got shape \(2, 2\): flatten the env's observation first \(obs.reshape\(-1\)\)"):
+        agent.act(np.zeros((2, 2), dtype=np.float32))
