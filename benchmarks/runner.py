@@ -230,9 +230,9 @@ def read_evaluations(path: str) -> list[dict[str, float]]:
 
     A row torn by a kill mid-write (a job stopped with its runner, the case --report-only is for) is left out,
     not taken for a crash of the whole report: the last line when it has no line end (a cut "-150.3" could
-    read as -15), a row with more cells than columns (a torn row with the next appended), and any row that
-    does not read as numbers. An empty cell is a figure not logged at that
-    evaluation (e.g. TD3's obj_actor before its first actor step).
+    read as -15), a row with more or fewer cells than columns (e.g. a torn row with the next appended), and
+    any row that does not read as numbers. An empty cell is a figure not logged at that evaluation (e.g.
+    TD3's obj_actor before its first actor step).
     """
     with open(path, newline="", errors="replace") as file:
         text = file.read().replace("\x00", "")  # a block of zeros from a cut write; csv refuses NUL before Python 3.11
@@ -241,10 +241,10 @@ def read_evaluations(path: str) -> list[dict[str, float]]:
     records = []
     try:
         for line in csv.DictReader(io.StringIO(text)):
-            if None in line:  # more cells than columns: a torn row with the next one appended to it
+            if None in line or None in line.values():  # more or fewer cells than columns: torn (both writers write every cell)
                 continue
             try:
-                record = {key: float(value) for key, value in line.items() if value not in ("", None)}
+                record = {key: float(value) for key, value in line.items() if value != ""}
             except ValueError:
                 continue
             if all(key in record for key in ("step", "seconds", "return_mean")):

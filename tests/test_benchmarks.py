@@ -372,11 +372,11 @@ def test_a_report_is_rebuilt_only_from_jobs_that_ran_at_this_commit(tmp_path, ca
 
 def test_a_row_torn_by_a_kill_is_left_out_of_a_jobs_summary(tmp_path):
     """A job stopped mid-write leaves a last line without its end: --report-only reads the rows before it, and
-    does not take the cut "-15" of "-150.5" for a return, nor stop at a row that is not numbers or at a torn row
-    with the next appended to it."""
+    does not take the cut "-15" of "-150.5" for a return, nor stop at a row that is not numbers, a torn row with
+    the next appended to it, or a row short of a cell."""
     job = Job("td3-pendulum", "elegantrl", "AgentTD3", 0, 30_000, str(tmp_path))
     (tmp_path / "recorder.csv").write_text("step,seconds,return_mean,obj_actor\r\n1000,1.0,-900.0,\r\n"
-                                           "2000,2.0,-250.0,0.5\r\n\x00\x00,2.5,oops\r\n2500,2.5,-15000,2.6,-180.0,\r\n3000,3.0,-15")
+                                           "2000,2.0,-250.0,0.5\r\n\x00\x00,2.5,oops\r\n2500,2.5,-15000,2.6,-180.0,\r\n2600,2.6,-10\r\n3000,3.0,-15")
     result = runner.summarise(job, -200.0, True)
     assert result["evaluations"] == 2 and result["status"] == "failed"
     assert result["best_return"] == -250.0 and result["final_return"] == -250.0 and result["steps"] == 2000
