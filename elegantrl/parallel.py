@@ -58,8 +58,8 @@ from elegantrl.run import (
     WorkerError,
     agent_init_kwargs,
     build_agent,
-    check_finite,
     curve_title,
+    explore_checked,
     hold_note,
     kept_sentence,
     load_best_actor,
@@ -187,8 +187,7 @@ def worker_main(index: int, recipe: Callable[[], PreprocessEnv], blueprint: byte
             fetched = weights.fetch(agent.actor, version)
             version = fetched[0] if fetched else version
             agent.total_steps = total_steps  # the run's count: DQN's exploration schedule follows it
-            rollout = agent.explore_env(explore_env, horizon, if_random)
-            check_finite(rollout, total_steps, env.env_name, cwd)
+            rollout = explore_checked(agent, explore_env, horizon, if_random, env.env_name, cwd)
             slot = slots[slot_index]
             for store, part in zip(slot, rollout):
                 store[:horizon] = part

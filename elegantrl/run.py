@@ -738,11 +738,13 @@ class Evaluator:
             state, reward, terminated, truncated, _ = self.env.step(agent.act(state))
             episode_return += reward
             if not np.isfinite(state).all():
-                raise FloatingPointError(f"evaluation env {self.env.env_name!r} returned a non-finite state: {state}")
+                raise FloatingPointError(f"evaluation env {self.env.env_name!r} returned a non-finite state: {state}. "
+                                         f"{kept_sentence(self.cwd)}Check the env's step() and reset(), or clip its outputs.")
             if terminated or truncated:
                 break
         if not math.isfinite(episode_return):
-            raise FloatingPointError(f"evaluation env {self.env.env_name!r} returned a non-finite reward ({episode_return})")
+            raise FloatingPointError(f"evaluation env {self.env.env_name!r} returned a non-finite reward ({episode_return}). "
+                                     f"{kept_sentence(self.cwd)}Check the env's step(), or clip its outputs.")
         return episode_return
 
     def evaluate_and_save(self, agent: AgentBase, total_steps: int, logs: dict[str, float], if_force: bool = False,
@@ -860,7 +862,22 @@ def kept_sentence(cwd: str | None) -> str:
     return "No evaluation had finished, so no actor.pth was saved. "  # and a failed start's folder is removed: not named
 
 
-def check_finite(transitions: Transitions, first_step: int, env_name: str, cwd: str) -> None:
+def explore_checked(agent: AgentBase, env: Any, horizon: int, if_random: bool, env_name: str, cwd: str | None) -> Transitions:
+    """``agent.explore_env``, stopped with what the run kept where the env or the agent gave NaN or inf.
+
+    The env and the agent raise while acting (a NaN state met by a policy that cannot pass it on, or
+    weights that diverged) without knowing the run folder; `check_finite` finds what they passed on."""
+    first_step = agent.total_steps
+    try:
+        transitions = agent.explore_env(env, horizon, if_random)
+    except FloatingPointError as error:  # the same exception, its message completed: the traceback stays the acting one's
+        error.args = (f"{str(error).rstrip('.')}; training stopped. {kept_sentence(cwd)}".rstrip(),)
+        raise
+    check_finite(transitions, first_step, env_name, cwd)
+    return transitions
+
+
+def check_finite(transitions: Transitions, first_step: int, env_name: str, cwd: str | None) -> None:
     """Raises if the env produced a NaN or inf state or reward, naming the env step."""
     bad = ~(torch.isfinite(transitions.reward) & torch.isfinite(transitions.state).all(-1) & torch.isfinite(transitions.next_state).all(-1))
     if bad.any():
@@ -1194,10 +1211,9 @@ def train_in_rounds(args: Arguments, explore_env: Any, buffer: Any, evaluator: E
             if evaluator is not None and (not evaluator.records or evaluator.records[-1]["step"] != agent.total_steps):
                 evaluator.evaluate_and_save(agent, agent.total_steps, last_logs, if_force=True)
             return
-        is_first, first_step = False, agent.total_steps
-        transitions = agent.explore_env(explore_env, horizon, if_random)
+        is_first = False
+        transitions = explore_checked(agent, explore_env, horizon, if_random, args.env.env_name, args.cwd)
         agent.total_steps += transitions.reward.numel() * (width // args.num_envs - 1)  # the other ranks' steps
-        check_finite(transitions, first_step, args.env.env_name, args.cwd)
         logs = store_and_update(agent, buffer, [transitions], args, [if_update])
         # the last round, cut to fit break_step, may buy no gradient step: the final row shows the latest figures
         last_logs = {**last_logs, **logs}

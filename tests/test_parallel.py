@@ -104,6 +104,21 @@ def make_killed_cartpole():
     return FaultyCartPole("kill")
 
 
+class NaNPendulumInWorkers(gym.Wrapper):
+    """Pendulum whose observations turn NaN after `after` steps, in a worker process only."""
+
+    def __init__(self, after: int = 300):
+        super().__init__(gym.make("Pendulum-v1"))
+        self.after, self.steps = after, 0
+
+    def step(self, action):
+        self.steps += 1
+        state, reward, terminated, truncated, info = self.env.step(action)
+        if multiprocessing.parent_process() is not None and self.steps > self.after:
+            state = state * np.nan
+        return state, reward, terminated, truncated, info
+
+
 def make_cartpole_noting_the_environment():
     """CartPole, after writing the value of ELEGANTRL_TEST_MARK in the process that makes it to a file of the current folder."""
     with open(f"mark-{os.getpid()}", "w") as file:
@@ -192,6 +207,16 @@ def test_an_env_that_raises_in_a_worker_ends_the_run_with_its_message(tmp_path):
         train_and_evaluate_mp(args)
     assert time.monotonic() - start < 60
     Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path), if_remove=True).init_before_training()  # a failed run let go of it too
+
+
+@pytest.mark.timeout(90)
+def test_a_nan_state_in_a_worker_ends_the_run_saying_what_it_kept(tmp_path):
+    """The worker's env raises (its policy passed the NaN on as an action); the learner says which worker and what was kept."""
+    args = Arguments(agent=AgentSAC(), env=NaNPendulumInWorkers, eval_env="Pendulum-v1", cwd=str(tmp_path), break_step=100_000,
+                     **TINY)
+    with pytest.raises(FloatingPointError, match=r"worker \d: env 'Pendulum-v1' returned a non-finite observation .* training "
+                                                 r"stopped. (The best actor so far is kept in .*actor.pth|No evaluation had finished)"):
+        train_and_evaluate_mp(args)
 
 
 @pytest.mark.timeout(120)

@@ -357,8 +357,19 @@ def test_a_nan_state_stops_a_sampling_discrete_policy_with_the_cause_not_a_torch
 
     args = Arguments(agent=AgentDiscretePPO(), env=PreprocessEnv(NaNStateAfter(gym.make("CartPole-v1"), bad_step=40)),
                      eval_env=PreprocessEnv("CartPole-v1"), cwd=str(tmp_path / "run"), num_envs=1, **{**TINY, "warmup_steps": 0})
-    with pytest.raises(FloatingPointError, match="the env returned a non-finite state .* by env step 41"):
+    with pytest.raises(FloatingPointError, match="the env returned a non-finite state .* by env step 41.*; training stopped. "
+                                                 "No evaluation had finished, so no actor.pth was saved.$"):
         train_and_evaluate(args)
+
+
+def test_a_nan_state_met_by_a_continuous_policy_says_which_actor_the_run_kept(tmp_path):
+    """The env, not the run, raises here (the policy passed the NaN on as an action): the message still says what was kept."""
+    args = Arguments(agent=AgentSAC(), env=PreprocessEnv(NaNStateAfter(gym.make("Pendulum-v1"), bad_step=300)),
+                     eval_env=PreprocessEnv("Pendulum-v1"), cwd=str(tmp_path / "run"), **TINY)
+    with pytest.raises(FloatingPointError, match=r"returned a non-finite observation .* at episode step 100; check the env's .*"
+                                                 r"training stopped. The best actor so far is kept in .*run/actor.pth.$"):
+        train_and_evaluate(args)
+    assert [r["step"] for r in read_record(args.cwd)] == ["128", "256"]
 
 
 DIVERGED_POLICY = """
@@ -792,7 +803,7 @@ def test_a_non_finite_state_from_the_evaluation_env_stops_the_run(tmp_path):
     agent.init(16, 4, 2)
     eval_env = PreprocessEnv(NaNObservation(gym.make("CartPole-v1")))
     evaluator = Evaluator(str(tmp_path), eval_env, 128, 2, 0, 475.0, if_print=False)
-    with pytest.raises(FloatingPointError, match="non-finite state"):
+    with pytest.raises(FloatingPointError, match="non-finite state: .*No evaluation had finished, so no actor.pth was saved"):
         evaluator.evaluate_and_save(agent, 128, {})
 
 
