@@ -173,10 +173,10 @@ def work_per_env_step(row: Row, budget: int) -> str:
     width = (settings.get("policy_kwargs") or {}).get("net_arch") or SB3_DEFAULT_NET_ARCH.get(row.sb3_algo, "?")
     if "n_epochs" in settings:  # on-policy: n_epochs passes over each rollout in minibatches
         sb3 = (f"SB3 {row.sb3_algo} {width} wide, {settings.get('n_envs', 1)} envs × {settings['n_steps']} steps a rollout, "
-               f"batch {settings['batch_size']}, {settings['n_epochs'] / settings['batch_size']:.3g} gradient steps per env step")
+               f"batch {settings['batch_size']}, {per_env_step(settings['n_epochs'] / settings['batch_size'])}")
     else:
-        sb3 = (f"SB3 {row.sb3_algo} {width} wide, batch {settings['batch_size']}, {gradient_steps_per_env_step(settings):.3g} "
-               f"gradient steps per env step, {settings['learning_starts']:,d} warm-up steps")
+        sb3 = (f"SB3 {row.sb3_algo} {width} wide, batch {settings['batch_size']}, {per_env_step(gradient_steps_per_env_step(settings))}, "
+               f"{settings['learning_starts']:,d} warm-up steps")
         if "exploration_fraction" in settings:  # the DQN family's target network: a copy now and then, counted in env steps
             sb3 += f", target moved by {settings['tau']:g} every {settings['target_update_interval']:,d} env steps"
             train_freq = train_freq_steps(settings)
@@ -190,14 +190,19 @@ def work_per_env_step(row: Row, budget: int) -> str:
         if args.if_on_policy:
             epochs = max(1, round(args.repeat_times))
             ours.append(f"elegantrl {name} [{args.net_dim}, {args.net_dim}] wide, {args.num_envs} envs × {args.target_step} steps a "
-                        f"rollout, batch {args.batch_size}, {epochs / args.batch_size:.3g} gradient steps per env step")
+                        f"rollout, batch {args.batch_size}, {per_env_step(epochs / args.batch_size)}")
         else:
             gap = args.agent.target_update_gap
             ours.append(f"elegantrl {name} [{args.net_dim}, {args.net_dim}] wide, batch {args.batch_size}, "
-                        f"{args.repeat_times / args.batch_size:.3g} gradient steps per env step, {args.warmup_steps:,d} warm-up steps, "
+                        f"{per_env_step(args.repeat_times / args.batch_size)}, {args.warmup_steps:,d} warm-up steps, "
                         f"target moved by {args.soft_update_tau:.3g} every " + (f"{gap:,d} gradient steps" if gap > 1 else "gradient step")
                         + (clipping(args.agent.max_grad_norm) if "exploration_fraction" in settings else ""))
     return "; ".join([sb3, *ours])
+
+
+def per_env_step(steps: float) -> str:
+    """``steps`` gradient steps per env step, in words: "1 gradient step per env step", "0.5 gradient steps per env step"."""
+    return f"{steps:.3g} gradient step{'' if f'{steps:.3g}' == '1' else 's'} per env step"
 
 
 def clipping(max_grad_norm: float | None) -> str:

@@ -28,6 +28,14 @@ def test_gradient_steps_per_env_step_reads_train_freq_and_gradient_steps():
         gradient_steps_per_env_step(dict(train_freq=(1, "episode"), gradient_steps=-1))
 
 
+def test_the_work_per_env_step_is_read_from_each_sides_settings():
+    from benchmarks.report import work_per_env_step
+
+    line = work_per_env_step(ROWS["sac-pendulum"], ROWS["sac-pendulum"].budget)
+    assert line.startswith("SB3 SAC [256, 256] wide, batch 256, 1 gradient step per env step, 100 warm-up steps;"), line
+    assert "elegantrl AgentSAC [128, 128] wide, batch 256, 0.5 gradient steps per env step, 1,000 warm-up steps" in line
+
+
 def test_sb3_settings_fill_the_class_defaults():
     settings = sb3_settings("SAC", dict(learning_rate=1e-3))
     assert settings["learning_rate"] == 1e-3
