@@ -183,7 +183,7 @@ def test_a_dqn_target_schedule_that_matched_rows_do_not_model_is_refused(interva
         dqn_matched_copy_gap(dict(target_update_interval=interval, train_freq=train_freq, gradient_steps=-1, tau=tau))
 
 
-def test_the_sweep_variants_change_only_how_the_policy_starts():
+def test_the_sweep_variants_differ_from_their_base_in_one_thing():
     """benchmarks/variants.py: each variant is its base with one difference, so a sweep of it measures that difference."""
     import torch
 
@@ -206,6 +206,21 @@ def test_the_sweep_variants_change_only_how_the_policy_starts():
     uniform = AgentDiscretePPOUniformStart.ClassAct(32, 4, 3)(torch.randn(64, 4)).softmax(dim=1)
     assert torch.allclose(uniform, torch.full_like(uniform, 1 / 3), atol=0.01)
     assert tuned_entry(AgentPPOLayerStart(), "LunarLanderContinuous-v3") == tuned_entry(agent_module.AgentPPO(), "LunarLanderContinuous-v3")
+
+    from benchmarks.variants import AgentSACActorGap2
+    from elegantrl.replay import ReplayBuffer, Transitions
+
+    buffer = ReplayBuffer(256, 3, 1, False)
+    buffer.extend(Transitions(torch.randn(64, 1, 3), torch.rand(64, 1, 1) * 2 - 1, torch.randn(64, 1),
+                              torch.zeros(64, 1, dtype=torch.bool), torch.zeros(64, 1, dtype=torch.bool), torch.randn(64, 1, 3)))
+    for cls, actor_steps in ((agent_module.AgentSAC, 4), (AgentSACActorGap2, 2)):  # the one difference: the actor's cadence
+        agent = cls()
+        agent.init(8, 3, 1)
+        for _ in range(4):
+            agent.update_step(buffer)
+        adam_steps = [int(state["step"]) for state in agent.actor_optimizer.state.values()]
+        assert agent.update_count == 4 and set(adam_steps) == {actor_steps}, (cls, adam_steps)
+        assert [int(state["step"]) for state in agent.alpha_optimizer.state.values()] == [actor_steps]
     assert agent_class("AgentSAC") is agent_module.AgentSAC and agent_class("AgentPPOLayerStart") is AgentPPOLayerStart
     with pytest.raises(ValueError, match="AgentPPOLayerStart"):
         agent_class("AgentPPOOldStart")
