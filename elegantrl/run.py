@@ -733,19 +733,27 @@ class Evaluator:
     def episode_return(self, agent: AgentBase, seed: int) -> float:
         """The return of one deterministic episode of `agent` on the evaluation env, reset with `seed`."""
         state, _ = self.env.reset(seed=seed)
+        self._check_state(state)
         episode_return = 0.0
         for _ in range(self.env.max_step):
-            state, reward, terminated, truncated, _ = self.env.step(agent.act(state))
+            try:
+                state, reward, terminated, truncated, _ = self.env.step(agent.act(state))
+            except FloatingPointError as error:  # the env's own, on a non-finite action: weights that diverged
+                say_what_was_kept(error, self.cwd, where="evaluation: ")
+                raise
             episode_return += reward
-            if not np.isfinite(state).all():
-                raise FloatingPointError(f"evaluation env {self.env.env_name!r} returned a non-finite state: {state}. "
-                                         f"{kept_sentence(self.cwd)}Check the env's step() and reset(), or clip its outputs.")
+            self._check_state(state)
             if terminated or truncated:
                 break
         if not math.isfinite(episode_return):
             raise FloatingPointError(f"evaluation env {self.env.env_name!r} returned a non-finite reward ({episode_return}). "
                                      f"{kept_sentence(self.cwd)}Check the env's step(), or clip its outputs.")
         return episode_return
+
+    def _check_state(self, state: np.ndarray) -> None:
+        if not np.isfinite(state).all():  # reset()'s too: a discrete policy would act on a NaN state without a word
+            raise FloatingPointError(f"evaluation env {self.env.env_name!r} returned a non-finite state: {state}. "
+                                     f"{kept_sentence(self.cwd)}Check the env's step() and reset(), or clip its outputs.")
 
     def evaluate_and_save(self, agent: AgentBase, total_steps: int, logs: dict[str, float], if_force: bool = False,
                           seconds: float | None = None) -> bool:
@@ -870,11 +878,18 @@ def explore_checked(agent: AgentBase, env: Any, horizon: int, if_random: bool, e
     first_step = agent.total_steps
     try:
         transitions = agent.explore_env(env, horizon, if_random)
-    except FloatingPointError as error:  # the same exception, its message completed: the traceback stays the acting one's
-        error.args = (f"{str(error).rstrip('.')}; training stopped. {kept_sentence(cwd)}".rstrip(),)
+    except FloatingPointError as error:
+        say_what_was_kept(error, cwd)
         raise
     check_finite(transitions, first_step, env_name, cwd)
     return transitions
+
+
+def say_what_was_kept(error: FloatingPointError, cwd: str | None, where: str = "") -> None:
+    """Completes the message of a NaN error raised by the env or the agent, which know no run folder, with what
+    the run kept; the exception itself stays, so its traceback is still the one where the NaN was met."""
+    message = str(error).rstrip(".") or "a NaN or inf"
+    error.args = (f"{where}{message}. Training stopped. {kept_sentence(cwd)}".rstrip(),)
 
 
 def check_finite(transitions: Transitions, first_step: int, env_name: str, cwd: str | None) -> None:

@@ -357,8 +357,8 @@ def test_a_nan_state_stops_a_sampling_discrete_policy_with_the_cause_not_a_torch
 
     args = Arguments(agent=AgentDiscretePPO(), env=PreprocessEnv(NaNStateAfter(gym.make("CartPole-v1"), bad_step=40)),
                      eval_env=PreprocessEnv("CartPole-v1"), cwd=str(tmp_path / "run"), num_envs=1, **{**TINY, "warmup_steps": 0})
-    with pytest.raises(FloatingPointError, match="the env returned a non-finite state .* by env step 41.*; training stopped. "
-                                                 "No evaluation had finished, so no actor.pth was saved.$"):
+    with pytest.raises(FloatingPointError, match=r"the env returned a non-finite state .* by env step 41.*outputs\. Training stopped\. "
+                                                 r"No evaluation had finished, so no actor.pth was saved\.$"):
         train_and_evaluate(args)
 
 
@@ -367,7 +367,7 @@ def test_a_nan_state_met_by_a_continuous_policy_says_which_actor_the_run_kept(tm
     args = Arguments(agent=AgentSAC(), env=PreprocessEnv(NaNStateAfter(gym.make("Pendulum-v1"), bad_step=300)),
                      eval_env=PreprocessEnv("Pendulum-v1"), cwd=str(tmp_path / "run"), **TINY)
     with pytest.raises(FloatingPointError, match=r"returned a non-finite observation .* at episode step 100; check the env's .*"
-                                                 r"training stopped. The best actor so far is kept in .*run/actor.pth.$"):
+                                                 r"outputs\. Training stopped\. The best actor so far is kept in .*run/actor\.pth\.$"):
         train_and_evaluate(args)
     assert [r["step"] for r in read_record(args.cwd)] == ["128", "256"]
 
@@ -805,6 +805,34 @@ def test_a_non_finite_state_from_the_evaluation_env_stops_the_run(tmp_path):
     evaluator = Evaluator(str(tmp_path), eval_env, 128, 2, 0, 475.0, if_print=False)
     with pytest.raises(FloatingPointError, match="non-finite state: .*No evaluation had finished, so no actor.pth was saved"):
         evaluator.evaluate_and_save(agent, 128, {})
+
+
+class NaNAtReset(gym.Wrapper):
+    def reset(self, **kwargs):
+        state, info = self.env.reset(**kwargs)
+        return np.full_like(state, np.nan), info
+
+
+def test_a_non_finite_state_from_the_evaluation_envs_reset_stops_the_run(tmp_path):
+    """A discrete policy acts on a NaN state without a word (its argmax is some action): the state is checked, not the action."""
+    agent = AgentD3QN()
+    agent.init(16, 4, 2)
+    evaluator = Evaluator(str(tmp_path), PreprocessEnv(NaNAtReset(gym.make("CartPole-v1"))), 128, 2, 0, 475.0, if_print=False)
+    with pytest.raises(FloatingPointError, match="evaluation env 'CartPole-v1' returned a non-finite state: \\[nan"):
+        evaluator.evaluate_and_save(agent, 128, {})
+
+
+def test_an_actor_that_diverged_in_its_last_update_is_reported_by_the_evaluation_with_what_was_kept(tmp_path):
+    agent = AgentSAC()
+    agent.init(16, 3, 1)
+    evaluator = Evaluator(str(tmp_path), PreprocessEnv("Pendulum-v1"), 128, 2, 0, -200.0, if_print=False)
+    evaluator.evaluate_and_save(agent, 128, {})  # a finite actor: saved as the best so far
+    with torch.no_grad():
+        for param in agent.actor.parameters():
+            param.fill_(float("nan"))
+    with pytest.raises(FloatingPointError, match=r"^evaluation: env 'Pendulum-v1' was given a non-finite action .* diverged .*"
+                                                 r"reward_scale\. Training stopped\. The best actor so far is kept in .*actor\.pth\.$"):
+        evaluator.evaluate_and_save(agent, 256, {"obj_critic": 1.0})  # finite logs: the weights went in the last step
 
 
 def test_numpy_scalars_are_taken_as_their_python_values(tmp_path):
