@@ -202,7 +202,8 @@ def work_per_env_step(row: Row, budget: int) -> str:
 
 def per_env_step(steps: float) -> str:
     """``steps`` gradient steps per env step, in words: "1 gradient step per env step", "0.5 gradient steps per env step"."""
-    return f"{steps:.3g} gradient step{'' if f'{steps:.3g}' == '1' else 's'} per env step"
+    count = f"{steps:.3g}"
+    return f"{count} gradient step{'' if count == '1' else 's'} per env step"
 
 
 def clipping(max_grad_norm: float | None) -> str:

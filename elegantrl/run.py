@@ -732,28 +732,28 @@ class Evaluator:
 
     def episode_return(self, agent: AgentBase, seed: int) -> float:
         """The return of one deterministic episode of `agent` on the evaluation env, reset with `seed`."""
-        state, _ = self.env.reset(seed=seed)
-        self._check_state(state)
-        episode_return = 0.0
-        for _ in range(self.env.max_step):
-            try:
-                state, reward, terminated, truncated, _ = self.env.step(agent.act(state))
-            except FloatingPointError as error:  # the env's own, on a non-finite action: weights that diverged
-                say_what_was_kept(error, self.cwd, where="evaluation: ")
-                raise
-            episode_return += reward
-            self._check_state(state)
-            if terminated or truncated:
-                break
-        if not math.isfinite(episode_return):
-            raise FloatingPointError(f"evaluation env {self.env.env_name!r} returned a non-finite reward ({episode_return}). "
-                                     f"{kept_sentence(self.cwd)}Check the env's step(), or clip its outputs.")
+        try:
+            state, _ = self.env.reset(seed=seed)
+            self._check_state(state)  # reset()'s too: a discrete policy would act on a NaN state without a word
+            episode_return = 0.0
+            for _ in range(self.env.max_step):
+                state, reward, terminated, truncated, _ = self.env.step(agent.act(state))  # raises on a diverged actor's action
+                episode_return += reward
+                self._check_state(state)
+                if terminated or truncated:
+                    break
+            if not math.isfinite(episode_return):
+                raise FloatingPointError(f"env {self.env.env_name!r} returned a non-finite reward ({episode_return}). "
+                                         f"Check the env's step(), or clip its outputs")
+        except FloatingPointError as error:
+            say_what_was_kept(error, self.cwd, where="evaluation: ")
+            raise
         return episode_return
 
     def _check_state(self, state: np.ndarray) -> None:
-        if not np.isfinite(state).all():  # reset()'s too: a discrete policy would act on a NaN state without a word
-            raise FloatingPointError(f"evaluation env {self.env.env_name!r} returned a non-finite state: {state}. "
-                                     f"{kept_sentence(self.cwd)}Check the env's step() and reset(), or clip its outputs.")
+        if not np.isfinite(state).all():
+            raise FloatingPointError(f"env {self.env.env_name!r} returned a non-finite state: {state}. "
+                                     f"Check the env's step() and reset(), or clip its outputs")
 
     def evaluate_and_save(self, agent: AgentBase, total_steps: int, logs: dict[str, float], if_force: bool = False,
                           seconds: float | None = None) -> bool:
@@ -878,10 +878,10 @@ def explore_checked(agent: AgentBase, env: Any, horizon: int, if_random: bool, e
     first_step = agent.total_steps
     try:
         transitions = agent.explore_env(env, horizon, if_random)
+        check_finite(transitions, first_step, env_name)
     except FloatingPointError as error:
         say_what_was_kept(error, cwd)
         raise
-    check_finite(transitions, first_step, env_name, cwd)
     return transitions
 
 
@@ -892,16 +892,16 @@ def say_what_was_kept(error: FloatingPointError, cwd: str | None, where: str = "
     error.args = (f"{where}{message}. Training stopped. {kept_sentence(cwd)}".rstrip(),)
 
 
-def check_finite(transitions: Transitions, first_step: int, env_name: str, cwd: str | None) -> None:
-    """Raises if the env produced a NaN or inf state or reward, naming the env step."""
+def check_finite(transitions: Transitions, first_step: int, env_name: str) -> None:
+    """Raises if the env produced a NaN or inf state or reward, naming the env step (`explore_checked` adds what was kept)."""
     bad = ~(torch.isfinite(transitions.reward) & torch.isfinite(transitions.state).all(-1) & torch.isfinite(transitions.next_state).all(-1))
     if bad.any():
         index = int(bad.flatten().nonzero()[0])  # time-major: the env steps in the order they were taken
         num_envs = bad.shape[1] if bad.dim() > 1 else 1
         which = f" (sub-env {index % num_envs} of {num_envs})" if num_envs > 1 else ""
         raise FloatingPointError(
-            f"env {env_name!r} returned a non-finite state or reward at env step {first_step + index + 1}{which}; training stopped. "
-            f"{kept_sentence(cwd)}Check the env's step(), or clip its outputs."
+            f"env {env_name!r} returned a non-finite state or reward at env step {first_step + index + 1}{which}. "
+            f"Check the env's step(), or clip its outputs."
         )
 
 
