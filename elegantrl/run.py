@@ -867,7 +867,9 @@ def kept_sentence(cwd: str | None) -> str:
         return "Rank 0 keeps the run folder. "
     if os.path.isfile(os.path.join(cwd, "actor.pth")):
         return f"The best actor so far is kept in {cwd}/actor.pth. "
-    return "No evaluation had finished, so no actor.pth was saved. "  # and a failed start's folder is removed: not named
+    # not "no evaluation had finished": a resumed run's user may have moved actor.pth out, as a resume error advises;
+    # and the folder is not named, as a failed start's is removed
+    return "The run folder holds no actor.pth (one is written when an evaluation sets a new best return). "
 
 
 def explore_checked(agent: AgentBase, env: Any, horizon: int, if_random: bool, env_name: str, cwd: str | None) -> Transitions:
@@ -1353,7 +1355,7 @@ def load_agent(cwd: str, agent_class: type[AgentBase] | None = None) -> AgentBas
                          f"one elegantrl wrote, or it is damaged; cannot rebuild the agent of {cwd!r}")
     actor_path = os.path.join(cwd, "actor.pth")
     if not os.path.isfile(actor_path):
-        raise FileNotFoundError(f"{cwd!r} has no actor.pth: the run stopped before its first evaluation finished. "
+        raise FileNotFoundError(f"{cwd!r} has no actor.pth: the run stopped before an evaluation wrote one, or it was moved out. "
                                 f"Its last state is in agent.pth (resume it with Arguments(cwd=..., if_resume=True))")
     name = str(config["agent"])
     if agent_class is None:

@@ -215,7 +215,7 @@ def test_a_nan_state_in_a_worker_ends_the_run_saying_what_it_kept(tmp_path):
     args = Arguments(agent=AgentSAC(), env=NaNPendulumInWorkers, eval_env="Pendulum-v1", cwd=str(tmp_path), break_step=100_000,
                      **TINY)
     with pytest.raises(FloatingPointError, match=r"worker \d: env 'Pendulum-v1' returned a non-finite observation .*outputs\. Training "
-                                                 r"stopped\. (The best actor so far is kept in .*actor.pth|No evaluation had finished)"):
+                                                 r"stopped\. (The best actor so far is kept in .*actor.pth|The run folder holds no actor\.pth)"):
         train_and_evaluate_mp(args)
 
 

@@ -357,8 +357,8 @@ def test_a_nan_state_stops_a_sampling_discrete_policy_with_the_cause_not_a_torch
 
     args = Arguments(agent=AgentDiscretePPO(), env=PreprocessEnv(NaNStateAfter(gym.make("CartPole-v1"), bad_step=40)),
                      eval_env=PreprocessEnv("CartPole-v1"), cwd=str(tmp_path / "run"), num_envs=1, **{**TINY, "warmup_steps": 0})
-    with pytest.raises(FloatingPointError, match=r"the env returned a non-finite state .* by env step 41.*outputs\. Training stopped\. "
-                                                 r"No evaluation had finished, so no actor.pth was saved\.$"):
+    with pytest.raises(FloatingPointError, match=r"the env returned a non-finite state .* by env step 41.*outputs\. Training stopped\. The run "
+                                                 r"folder holds no actor\.pth \(one is written when an evaluation sets a new best return\)\.$"):
         train_and_evaluate(args)
 
 
@@ -729,6 +729,8 @@ def test_a_resumed_run_whose_actor_file_is_gone_writes_a_new_one(tmp_path):
         writer.writeheader()
         writer.writerows(rows)
     os.remove(os.path.join(cwd, "actor.pth"))
+    with pytest.raises(FileNotFoundError, match="has no actor.pth: the run stopped before an evaluation wrote one, or it was moved out"):
+        elegantrl.run.load_agent(cwd)  # evaluations had finished: the message must not say none had
     agent = train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True, **{**TINY, "break_step": 640}))
     assert os.path.isfile(os.path.join(cwd, "actor.pth"))
     loaded = elegantrl.run.load_agent(cwd)
@@ -803,7 +805,7 @@ def test_a_non_finite_state_from_the_evaluation_env_stops_the_run(tmp_path):
     agent.init(16, 4, 2)
     eval_env = PreprocessEnv(NaNObservation(gym.make("CartPole-v1")))
     evaluator = Evaluator(str(tmp_path), eval_env, 128, 2, 0, 475.0, if_print=False)
-    with pytest.raises(FloatingPointError, match="non-finite state: .*No evaluation had finished, so no actor.pth was saved"):
+    with pytest.raises(FloatingPointError, match="non-finite state: .*The run folder holds no actor.pth"):
         evaluator.evaluate_and_save(agent, 128, {})
 
 
@@ -819,7 +821,7 @@ def test_a_non_finite_state_from_the_evaluation_envs_reset_stops_the_run(tmp_pat
     agent.init(16, 4, 2)
     evaluator = Evaluator(str(tmp_path), PreprocessEnv(NaNAtReset(gym.make("CartPole-v1"))), 128, 2, 0, 475.0, if_print=False)
     with pytest.raises(FloatingPointError, match=r"^evaluation: env 'CartPole-v1' returned a non-finite state: \[nan.*"
-                                                 r"outputs\. Training stopped\. No evaluation had finished"):
+                                                 r"outputs\. Training stopped\. The run folder holds no actor\.pth"):
         evaluator.evaluate_and_save(agent, 128, {})
 
 
