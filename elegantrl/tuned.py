@@ -9,9 +9,9 @@ A key is (an agent class name without "Agent", an env id). The agent's own class
 first, then its bases in order, so ("DQN", env) serves DQN, DoubleDQN, DuelingDQN, D3QN and
 QRDQN unless one of them has an entry of its own, and ("DDPG", env) serves TD3 too.
 
-Every entry was checked on seeds 100 and above by ``benchmarks/tune.py``, away from the seeds 0-4
-that the benchmark reports; ``benchmarks/results/tune/`` has each sweep, its command and its
-seeds, and the comment beside an entry says where it came from.
+Every entry was checked on seeds 100 and above by ``benchmarks/tune.py``, away from the seeds the
+benchmark reports (0-4, or 0-9 on some rows); ``benchmarks/results/tune/`` has each sweep, its
+command and its seeds, and the comment beside an entry says where it came from.
 """
 
 from __future__ import annotations
@@ -37,14 +37,14 @@ ZOO_LUNAR_PPO = dict(num_envs=16, target_step=1024, batch_size=64, repeat_times=
 TUNED: dict[tuple[str, str], dict[str, Any]] = {
     # short rollouts, rewards scaled by 0.1 and the learning rate decayed to 0 over 100k env steps (the zoo's
     # lin_1e-3 horizon): over tuning seeds 100-109 it held 475 on 75% of the evaluations after the first hit
-    # where short rollouts alone held 49%, at about 1.4x their time (tune-discreteppo-cartpole-v1-hold-scale*.md)
+    # where short rollouts alone held 49%, in about 1.3x their median time (tune-discreteppo-cartpole-v1-hold-scale*.md)
     ("PPO", "CartPole-v1"): dict(SHORT_ROLLOUTS, reward_scale=0.1, lr_decay_steps=100_000),
     ("PPO", "Acrobot-v1"): SHORT_ROLLOUTS,
     # short rollouts again, with the zoo's horizon for Pendulum (gamma 0.9): 3/3 tuning seeds to -200 in a
     # median 15.1 s; the zoo's own 4 x 1024 rollouts with minibatch 64 took 20.3 s, and the family's
     # defaults reached -200 on 2/3 only, near 300k env steps (tune-ppo-pendulum-v1.md). Rewards scaled
     # by 0.1: on seeds 100-104, 49k env steps to -200 instead of 78k and 1 run of 5 falling below -300
-    # after the hit instead of 3; no candidate of 11 held -200 much better (tune-ppo-pendulum-v1-hold*.md)
+    # after the hit instead of 3; no candidate of 10 held -200 much better (tune-ppo-pendulum-v1-hold*.md)
     ("PPO", "Pendulum-v1"): dict(SHORT_ROLLOUTS, target_step=256, gamma=0.9, reward_scale=0.1),
     # 64-wide Q networks hovered (best -51 by 70k env steps); 128 reached 200 on 6/6 runs of QR-DQN
     # and D3QN. Width 256 and gamma 0.995 were slower; slower exploration was as fast in median
@@ -61,7 +61,8 @@ TUNED: dict[tuple[str, str], dict[str, Any]] = {
     # Twice the gradient steps (with or without width 256) reached 475 sooner in env steps, not in seconds,
     # and held it no better for DQN (tune-dqn-cartpole-v1-hold.md, tune-d3qn-cartpole-v1-hold.md). On seeds 100-109
     # neither rewards scaled by 0.1 nor a learning rate decayed over 100k env steps held it better (tune-dqn-cartpole-v1-hold-scale.md),
-    # nor gradients clipped at norm 10, a target four times slower or lr 1e-3 (tune-dqn-cartpole-v1-hold-target.md)
+    # nor gradients clipped at norm 10, a target four times slower or lr 1e-3 (tune-dqn-cartpole-v1-hold-target.md);
+    # half the gradient steps or half the batch cost more env steps than they saved (tune-dqn-cartpole-v1-hold-compute.md)
     ("DQN", "CartPole-v1"): dict(net_dim=128),
     # swept for stability (--hold 2) on six tuning seeds: width 128 held -100 on 73% of the evaluations after
     # the first hit against the defaults' 31%, and was no slower to get there (tune-d3qn-acrobot-v1-hold*.md)
