@@ -64,6 +64,7 @@ from elegantrl.run import (
     kept_sentence,
     load_best_actor,
     raise_terminated,
+    recheck_kept_sentence,
     round_plan,
     save_run,
     say_stopped,
@@ -544,6 +545,8 @@ def train_multiprocess(args: Arguments) -> AgentBase:
         finally:
             try:
                 learner.processes.shutdown(grace)
+                if (failure := sys.exc_info()[1]) is not None and is_main:
+                    recheck_kept_sentence(failure, args.cwd)
                 if stopped is not None and is_main:
                     say_stopped(stopped, args, " (rollouts under way are not counted)")
                 if learner.startup_seconds is not None and is_main:

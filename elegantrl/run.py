@@ -869,7 +869,20 @@ def kept_sentence(cwd: str | None) -> str:
         return f"The best actor so far is kept in {cwd}/actor.pth. "
     # not "no evaluation had finished": a resumed run's user may have moved actor.pth out, as a resume error advises;
     # and the folder is not named, as a failed start's is removed
-    return "The run folder holds no actor.pth (one is written when an evaluation sets a new best return). "
+    return NO_ACTOR_KEPT
+
+
+NO_ACTOR_KEPT = "The run folder holds no actor.pth (one is written when an evaluation sets a new best return). "
+
+
+def recheck_kept_sentence(error: BaseException, cwd: str | None) -> None:
+    """Where `error` says no actor.pth was kept and one is there now, says where it is instead.
+
+    Under `train_and_evaluate_mp` a worker's error is worded while the Evaluator process may still be writing
+    the actor.pth of its last evaluation; the learner calls this once that process has stopped."""
+    text, none = (error.args[0] if error.args else None), NO_ACTOR_KEPT.rstrip()
+    if cwd is not None and isinstance(text, str) and none in text and os.path.isfile(os.path.join(cwd, "actor.pth")):
+        error.args = (text.replace(none, kept_sentence(cwd).rstrip()), *error.args[1:])
 
 
 def explore_checked(agent: AgentBase, env: Any, horizon: int, if_random: bool, env_name: str, cwd: str | None) -> Transitions:

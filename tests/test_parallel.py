@@ -22,7 +22,7 @@ import torch
 
 from elegantrl.agent import AgentD3QN, AgentDiscretePPO, AgentSAC
 from elegantrl.env import PreprocessEnv
-from elegantrl.run import Arguments, WorkerError, load_agent, train_and_evaluate_mp
+from elegantrl.run import NO_ACTOR_KEPT, Arguments, WorkerError, load_agent, recheck_kept_sentence, train_and_evaluate_mp
 
 TINY = dict(net_dim=32, batch_size=64, target_step=64, warmup_steps=256, eval_gap=512, eval_times1=2, eval_times2=0,
             rollout_num=2, if_print=False)
@@ -203,9 +203,10 @@ def test_asynchronous_workers_are_refused_in_a_callers_process_group_before_anyt
 def test_an_env_that_raises_in_a_worker_ends_the_run_with_its_message(tmp_path):
     args = Arguments(agent=AgentD3QN(), env=make_raising_cartpole, cwd=str(tmp_path), break_step=100_000, **TINY)
     start = time.monotonic()
-    with pytest.raises(WorkerError, match=r"worker \d failed(.|\n)*the simulator exploded"):
+    with pytest.raises(WorkerError, match=r"worker \d failed(.|\n)*the simulator exploded") as info:
         train_and_evaluate_mp(args)
     assert time.monotonic() - start < 60
+    assert says_what_the_folder_holds(str(info.value), args.cwd)
     Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path), if_remove=True).init_before_training()  # a failed run let go of it too
 
 
@@ -215,8 +216,17 @@ def test_a_nan_state_in_a_worker_ends_the_run_saying_what_it_kept(tmp_path):
     args = Arguments(agent=AgentSAC(), env=NaNPendulumInWorkers, eval_env="Pendulum-v1", cwd=str(tmp_path), break_step=100_000,
                      **TINY)
     with pytest.raises(FloatingPointError, match=r"worker \d: env 'Pendulum-v1' returned a non-finite observation .*outputs\. Training "
-                                                 r"stopped\. (The best actor so far is kept in .*actor.pth|The run folder holds no actor\.pth)"):
+                                                 r"stopped\. (The best actor so far is kept in .*actor.pth|The run folder holds no "
+                                                 r"actor\.pth)") as info:
         train_and_evaluate_mp(args)
+    assert says_what_the_folder_holds(str(info.value), args.cwd)
+
+
+def says_what_the_folder_holds(message: str, cwd: str) -> bool:
+    """The error's sentence on actor.pth is true of the folder the run left (the Evaluator process may write it
+    while a worker's error is on its way)."""
+    kept = os.path.isfile(os.path.join(cwd, "actor.pth"))
+    return ("The best actor so far is kept in" in message) == kept and ("The run folder holds no actor.pth" in message) == (not kept)
 
 
 @pytest.mark.timeout(120)
@@ -408,3 +418,14 @@ def test_preprocess_env_made_from_a_function_keeps_it_as_its_source():
 
     env = as_preprocess_env(make_raising_cartpole)
     assert isinstance(env, PreprocessEnv) and env.source is make_raising_cartpole and env.state_dim == 4
+
+
+def test_a_workers_error_worded_before_the_evaluators_last_save_is_corrected_once_it_stopped(tmp_path):
+    """The race the multi-process learner closes: the error said no actor.pth was kept, then the Evaluator wrote one."""
+    error = WorkerError(f"worker 1 failed, so training stopped. {NO_ACTOR_KEPT}Its traceback:\nRuntimeError: boom")
+    recheck_kept_sentence(error, str(tmp_path))
+    assert "holds no actor.pth" in str(error)  # still true: nothing was written
+    (tmp_path / "actor.pth").write_bytes(b"")
+    recheck_kept_sentence(error, str(tmp_path))
+    assert str(error) == (f"worker 1 failed, so training stopped. The best actor so far is kept in {tmp_path}/actor.pth. "
+                          f"Its traceback:\nRuntimeError: boom")
