@@ -510,6 +510,8 @@ class Arguments:
         now = {"Arguments.agent": ("agent", type(self.agent).__name__), "Arguments.env": ("env", self.env.env_name),
                "Arguments.net_dim": ("net_dim", self.net_dim), "the env's state_dim": ("state_dim", self.env.state_dim),
                "the env's action_dim": ("action_dim", self.env.action_dim), "Arguments.max_step": ("max_step", self.env.max_step)}
+        if saved.get("env_kwargs") is not None and (kwargs := json_env_kwargs(self.env)) is not None:  # None: JSON could not hold them
+            now["the env's keyword arguments"] = ("env_kwargs", kwargs)  # Pendulum-v1 with g=2 is another task than with g=10
         differ = [f"{name} is {value!r}, the run's {saved[key]!r}" for name, (key, value) in now.items() if saved.get(key, value) != value]
         if differ:
             raise ValueError(f"cannot resume the run in {self.cwd!r} ({saved.get('agent')} on {saved.get('env')}) with another "
@@ -1507,7 +1509,9 @@ def main(argv: list[str] | None = None) -> int:
             del options["rollout_num"]
         saved = read_config(os.path.expanduser(options["cwd"])) if options["if_resume"] and options["cwd"] else {}
         settings = saved.get("agent_settings", {}) if saved.get("agent") == agent_class.__name__ else {}
-        args = Arguments(agent=agent_class(**settings), env=env_id, **options)  # a resumed run keeps its agent's settings
+        env_kwargs = saved.get("env_kwargs") if saved.get("env") == env_id else None  # a run made in Python with gym.make(id, g=2)
+        env = PreprocessEnv(env_id, **env_kwargs) if env_kwargs else env_id
+        args = Arguments(agent=agent_class(**settings), env=env, **options)  # a resumed run keeps its agent's and its env's settings
         (train_and_evaluate_mp if if_multiprocess else train_and_evaluate)(args)
     except (ValueError, TypeError, ImportError, FileExistsError, FileNotFoundError, FloatingPointError, MemoryError) as error:
         # --render's errors name no training flags, and their advice is Python (get_video_to_watch_env_render(cwd, env=...))
