@@ -33,6 +33,7 @@ except ImportError:  # Windows: runs go without a folder lock (see FolderLock)
 
 import numpy as np
 import torch
+from gymnasium.envs.registration import registry
 
 from elegantrl import agent as agent_module
 from elegantrl.agent import AgentBase, AgentMCTS, AgentOffPolicy, AgentOnPolicy, atomic_torch_save, atomic_write, load_torch_file
@@ -512,6 +513,7 @@ class Arguments:
                "the env's action_dim": ("action_dim", self.env.action_dim), "Arguments.max_step": ("max_step", self.env.max_step)}
         if saved.get("env_kwargs") is not None and (kwargs := json_env_kwargs(self.env)) is not None:  # None: JSON could not hold them
             now["the env's keyword arguments"] = ("env_kwargs", kwargs)  # Pendulum-v1 with g=2 is another task than with g=10
+        now["the wrappers on the env"] = ("env_wrappers", added_wrappers(self.env))
         differ = [f"{name} is {value!r}, the run's {saved[key]!r}" for name, (key, value) in now.items() if saved.get(key, value) != value]
         if differ:
             raise ValueError(f"cannot resume the run in {self.cwd!r} ({saved.get('agent')} on {saved.get('env')}) with another "
@@ -1003,7 +1005,7 @@ def write_config(args: Arguments, group: LearnerGroup | None = None) -> None:
     if not args.if_resume:
         config = {RUN_MARKER: 1, "agent": agent_name, "env": env.env_name, "net_dim": args.net_dim, "state_dim": env.state_dim,
                   "action_dim": env.action_dim, "max_step": env.max_step, "random_seed": args.random_seed,
-                  "agent_settings": json_settings(args.agent), "env_kwargs": json_env_kwargs(env),
+                  "agent_settings": json_settings(args.agent), "env_kwargs": json_env_kwargs(env), "env_wrappers": added_wrappers(env),
                   **({"tuned_family": args.tuned_settings[0], "tuned_settings": args.tuned_settings[1]} if args.tuned_settings else {})}
         atomic_write(os.path.join(args.cwd, "config.json"), lambda temporary: _write_json(temporary, config))
     if args.if_print:
@@ -1051,6 +1053,16 @@ def json_env_kwargs(env: PreprocessEnv) -> dict[str, Any] | None:
         return kwargs if json.loads(json.dumps(kwargs)) == kwargs else None
     except (TypeError, ValueError):
         return None
+
+
+def added_wrappers(env: PreprocessEnv) -> list[str]:
+    """The names of the wrappers put on the env after ``gym.make`` (those its spec lists beyond the registered ones),
+    for config.json: a render that makes the env again from its id would play without them."""
+    spec = getattr(env, "spec", None)
+    if spec is None:
+        return []
+    registered = len(registry[spec.id].additional_wrappers) if spec.id in registry else 0
+    return [wrapper.name for wrapper in spec.additional_wrappers[registered:]]
 
 
 def _is_json(value: Any) -> bool:
@@ -1407,6 +1419,10 @@ def get_video_to_watch_env_render(cwd: str, episodes: int = 1, fps: int = 30, en
                 raise ValueError(f"the run in {cwd!r} made its env {config['env']!r} with settings config.json cannot hold, so it "
                                  f"cannot be made again from its id; pass it: get_video_to_watch_env_render(cwd, "
                                  f"env=PreprocessEnv(gym.make({config['env']!r}, ..., render_mode='rgb_array')))")
+            if wrappers := config.get("env_wrappers"):  # made from its id, it would play without them: a wrong video, or none
+                raise ValueError(f"the run in {cwd!r} trained on {config['env']!r} wrapped in {', '.join(wrappers)}, which cannot be "
+                                 f"made again from its id; pass the env as it trained: get_video_to_watch_env_render(cwd, "
+                                 f"env=PreprocessEnv({wrappers[-1]}(gym.make({config['env']!r}, render_mode='rgb_array'), ...)))")
             try:
                 env = PreprocessEnv(config["env"], max_step=config.get("max_step"), render_mode="rgb_array", **kwargs)
             except ValueError as error:  # not registered: a user's own env class

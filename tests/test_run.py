@@ -943,3 +943,24 @@ def test_the_run_seed_reaches_numpy_and_pythons_global_generators():
         build_agent(args)
         draws.append((np.random.random(), random.random()))
     assert draws[0] == draws[1]
+
+
+def observations_times_ten() -> gym.Env:
+    from gymnasium.wrappers import TransformObservation
+
+    return TransformObservation(gym.make("CartPole-v1"), lambda state: state * 10, gym.spaces.Box(-np.inf, np.inf, (4,), np.float32))
+
+
+def test_a_run_on_a_wrapped_env_is_neither_rendered_nor_resumed_without_its_wrappers(tmp_path):
+    """Made again from its id, the env would lack the user's wrapper: a video of the policy on other observations."""
+    cwd = str(tmp_path / "run")
+    train_and_evaluate(Arguments(agent=AgentD3QN(), env=observations_times_ten(), cwd=cwd, **TINY))
+    assert elegantrl.run.read_config(cwd)["env_wrappers"] == ["TransformObservation"]
+    with pytest.raises(ValueError, match=r"trained on 'CartPole-v1' wrapped in TransformObservation, which cannot be made again from its "
+                                         r"id; pass the env as it trained: .*env=PreprocessEnv\(TransformObservation\(gym.make"):
+        elegantrl.run.get_video_to_watch_env_render(cwd)
+    with pytest.raises(ValueError, match=r"another task: the wrappers on the env is \[\], the run's \['TransformObservation'\]"):
+        train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True, **{**TINY, "break_step": 640}))
+    agent = train_and_evaluate(Arguments(agent=AgentD3QN(), env=observations_times_ten(), cwd=cwd, if_resume=True,
+                                         **{**TINY, "break_step": 640}))
+    assert agent.total_steps == 640
