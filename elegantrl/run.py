@@ -1059,10 +1059,9 @@ def added_wrappers(env: PreprocessEnv) -> list[str]:
     """The names of the wrappers put on the env after ``gym.make`` (those its spec lists beyond the registered ones),
     for config.json: a render that makes the env again from its id would play without them."""
     spec = getattr(env, "spec", None)
-    if spec is None:
-        return []
-    registered = len(registry[spec.id].additional_wrappers) if spec.id in registry else 0
-    return [wrapper.name for wrapper in spec.additional_wrappers[registered:]]
+    listed = tuple(getattr(spec, "additional_wrappers", None) or ())  # none in an old Gym env's spec
+    registered = len(registry[spec.id].additional_wrappers) if listed and spec.id in registry else 0
+    return [getattr(wrapper, "name", str(wrapper)) for wrapper in listed[registered:]]
 
 
 def _is_json(value: Any) -> bool:
