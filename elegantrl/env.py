@@ -449,6 +449,9 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
                         f"(flatten a Dict, Tuple or MultiDiscrete space with gymnasium.wrappers.FlattenObservation)")
     if not ((_is_box(action_space) and len(action_space.shape) == 1 and action_space.shape[0] > 0) or _is_discrete(action_space)):
         problems.append(f"action_space is {action_space!r}; use a one-dimensional Box of one or more actions, or a Discrete space")
+    elif _is_box(action_space) and not (np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()):
+        problems.append(f"action_space {action_space!r} is unbounded; elegantrl's actors act in [-1, 1] and map that to the "
+                        f"bounds, so give it finite low and high, e.g. gymnasium.spaces.Box(-2.0, 2.0, {action_space.shape})")
     if _is_box(obs_space) and not int(np.prod(obs_space.shape)):
         problems.append(_empty_observation_problem(obs_space))
     if problems:

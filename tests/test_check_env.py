@@ -66,6 +66,10 @@ class TupleObservationSpace(GoodEnv):
     observation_space = gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Discrete(3)))
 
 
+class HalfBoundedActions(GoodEnv):
+    action_space = gym.spaces.Box(np.array([0.0, -np.inf], np.float32), np.array([1.0, 1.0], np.float32))
+
+
 class InfoNotDict(GoodEnv):
     def step(self, action):
         obs, reward, terminated, truncated, _ = super().step(action)
@@ -110,6 +114,7 @@ def test_a_correct_env_and_the_registered_envs_pass():
         (RejectsBoundaryActions(), r"raised AssertionError: torque too large .* must accept every action"),
         (TupleObservationSpace(), r"observation_space is Tuple.*use a Box, Discrete or MultiBinary space.*FlattenObservation"),
         (InfoNotDict(), r"info must be a dict"),
+        (HalfBoundedActions(), r"action_space Box\(\[  0. -inf\], 1.0, \(2,\), float32\) is unbounded; .*finite low and high"),
     ],
 )
 def test_broken_envs_get_the_problem_named(env, message):
