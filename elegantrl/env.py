@@ -398,8 +398,9 @@ def build_vector_env(env: PreprocessEnv, num_envs: int, if_async: bool = False) 
     the final observation in ``info["final_obs"]``, so that no transition pairs the last state
     of one episode with the first state of the next. ``if_async`` steps them in worker processes.
     """
-    fix = (f"num_envs={num_envs} needs that many copies: make the env deep-copyable, register it with "
-           f"gymnasium.register, or use num_envs=1")
+    fix = (f"num_envs={num_envs} needs that many copies: make the env deep-copyable or register it with "
+           f"gymnasium.register, or use num_envs=1 and pass the evaluation its own env, which is a copy otherwise: "
+           f"Arguments(eval_env=PreprocessEnv(...))")
     clone_env(env, fix).close()  # one trial copy here, so that a failure is reported here, not in a worker
     make_copies = [lambda: clone_env(env, fix) for _ in range(num_envs)]  # fresh copies: AsyncVectorEnv closes its first
     vector_class = ReportingAsyncVectorEnv if if_async else gym.vector.SyncVectorEnv

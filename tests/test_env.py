@@ -443,8 +443,19 @@ class NotCopyable(gym.Wrapper):
 
 def test_a_vector_env_of_an_env_that_cannot_be_copied_names_num_envs():
     env = PreprocessEnv(NotCopyable(), max_step=10)
-    with pytest.raises(TypeError, match="num_envs=2 needs that many copies"):
+    with pytest.raises(TypeError, match=r"num_envs=2 needs that many copies.*use num_envs=1 and pass the evaluation its own env"):
         build_vector_env(env, 2)
+
+
+def test_an_env_that_cannot_be_copied_trains_as_the_message_says(tmp_path):
+    from elegantrl.agent import AgentDQN
+    from elegantrl.run import Arguments, train_and_evaluate
+
+    agent = train_and_evaluate(Arguments(agent=AgentDQN(), env=PreprocessEnv(NotCopyable(), max_step=10), num_envs=1,
+                                         eval_env=PreprocessEnv(NotCopyable(), max_step=10), cwd=str(tmp_path / "run"), net_dim=16,
+                                         batch_size=16, warmup_steps=32, eval_gap=64, eval_times1=1, eval_times2=0, break_step=128,
+                                         if_print=False))
+    assert agent.total_steps == 128
 
 
 @pytest.mark.parametrize("not_an_instance", [SpaceEnv, lambda: SpaceEnv(gym.spaces.Discrete(2), gym.spaces.Discrete(2))])
