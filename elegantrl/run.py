@@ -515,6 +515,7 @@ class Arguments:
             now["the env's keyword arguments"] = ("env_kwargs", kwargs)  # Pendulum-v1 with g=2 is another task than with g=10
         now["the wrappers on the env"] = ("env_wrappers", added_wrappers(self.env))
         differ = [f"{name} is {value!r}, the run's {saved[key]!r}" for name, (key, value) in now.items() if saved.get(key, value) != value]
+        differ = [text for text in differ if text.startswith(("Arguments.agent ", "Arguments.env "))] or differ  # the rest follows
         if differ:
             raise ValueError(f"cannot resume the run in {self.cwd!r} ({saved.get('agent')} on {saved.get('env')}) with another "
                              f"task: {'; '.join(differ)}. Resume with the run's settings, or start a new run in another cwd")

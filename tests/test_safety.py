@@ -296,8 +296,9 @@ def test_resume_with_another_env_or_agent_is_refused_and_the_config_kept(tmp_pat
     config = (run / "config.json").read_bytes()
     line = one_line_error(cli("--cwd", "run", "--resume", "--env", "Acrobot-v1", "--break-step", "2000", cwd=tmp_path))
     assert "CartPole-v1" in line and "--env is 'Acrobot-v1'" in line
+    assert "state_dim" not in line and "--net-dim" not in line  # what follows from another env, or flags not passed
     line = one_line_error(cli("--cwd", "run", "--resume", "--agent", "DQN", "--break-step", "2000", cwd=tmp_path))
-    assert "--agent is 'DQN', the run's 'D3QN'" in line
+    assert "--agent is 'DQN', the run's 'D3QN'" in line and "--net-dim" not in line
     assert (run / "config.json").read_bytes() == config
 
 
