@@ -13,6 +13,7 @@ networks once the env is known (``train_and_evaluate`` calls it). After that:
 from __future__ import annotations
 
 import copy
+import difflib
 import functools
 import inspect
 import math
@@ -67,6 +68,14 @@ def check_setting(agent: object, name: str, value: Any, ok: bool, rule: str) -> 
     """Raises ValueError naming the agent's setting and the rule it breaks: at construction, not mid-run."""
     if not ok:
         raise ValueError(f"{type(agent).__name__}({name}={value!r}): {name} must be {rule}")
+
+
+def unknown_setting(owner: str, name: str, known: list[str], where_else: str) -> TypeError:
+    """A TypeError for a keyword `owner` does not take: the closest of its `known` ones, else all of them, and where
+    settings of the other kind go (Python's own error names the keyword and nothing more)."""
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"it takes {', '.join(known) or 'none'}"
+    return TypeError(f"{owner} got an unexpected setting {name!r}: {hint} ({where_else})")
 
 
 def _is_real(value: Any) -> bool:
@@ -149,6 +158,12 @@ class AgentBase:
         # None where they cannot be named (a subclass's *args): then nothing is tuned or kept.
         agent.given_settings = dict(kwargs)
         signature = inspect.signature(cls.__init__)
+        takes = [name for name, parameter in signature.parameters.items() if name != "self" and parameter.kind in (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+        if not any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in signature.parameters.values()):
+            if unknown := sorted(kwargs.keys() - set(takes)):
+                raise unknown_setting(cls.__name__, unknown[0], takes, "training settings such as learning_rate and batch_size "
+                                                                       "are fields of Arguments")
         try:
             bound = list(signature.bind(agent, *args, **kwargs).arguments.items())[1:]  # without self
         except TypeError:  # wrong arguments: __init__ raises its own error next

@@ -36,7 +36,16 @@ import torch
 from gymnasium.envs.registration import registry
 
 from elegantrl import agent as agent_module
-from elegantrl.agent import AgentBase, AgentMCTS, AgentOffPolicy, AgentOnPolicy, atomic_torch_save, atomic_write, load_torch_file
+from elegantrl.agent import (
+    AgentBase,
+    AgentMCTS,
+    AgentOffPolicy,
+    AgentOnPolicy,
+    atomic_torch_save,
+    atomic_write,
+    load_torch_file,
+    unknown_setting,
+)
 from elegantrl.distributed import RANK_SEED_OFFSET, LearnerGroup, gpu_device, join_learners, launched_by_torchrun, leave_learners, rank_gpu
 from elegantrl.env import EnvWorkerTraceback, PreprocessEnv, build_vector_env, check_env, clone_env, close_vector_env
 from elegantrl.replay import Transitions
@@ -184,6 +193,13 @@ class Arguments:
     _folder_lock: FolderLock | None = field(default=None, init=False, repr=False, compare=False)  # by prepare_cwd
     _chosen_cwd: str | None = field(default=None, init=False, repr=False, compare=False)  # the default folder prepare_cwd took
     tuned_settings: tuple[str, dict[str, Any]] | None = field(default=None, init=False, repr=False, compare=False)  # by check
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Arguments:
+        fields = [spec.name for spec in dataclasses.fields(cls) if spec.init]
+        if unknown := sorted(kwargs.keys() - set(fields)):  # Python's own error would not say which field was meant
+            raise unknown_setting("Arguments", unknown[0], fields, "an agent's own settings go to its constructor, "
+                                                                   "e.g. AgentDQN(explore_rate=(1.0, 0.05))")
+        return super().__new__(cls)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in self.__dataclass_fields__:  # a typo would otherwise be ignored silently

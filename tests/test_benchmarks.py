@@ -300,7 +300,7 @@ def test_a_smoke_test_or_a_users_folder_is_refused_before_anything_trains(tmp_pa
     (["--candidate", "a", "{}", "--jobs", "0"], "argument --jobs: must be a whole number of 1 or more"),  # was: a ValueError traceback
     (["--candidate", "a", "{}", "--candidate", "a", '{"net_dim": 16}'], "--candidate a is named twice"),  # was: the first dropped
     (["--candidate", "a", '{"net_dimm": 3}'], "Arguments has no field 'net_dimm'; did you mean 'net_dim'?"),  # was: an error per job
-    (["--candidate", "a", '{"agent_kwargs": {"foo": 1}}'], "unexpected keyword argument 'foo'"),
+    (["--candidate", "a", '{"agent_kwargs": {"foo": 1}}'], "AgentD3QN got an unexpected setting 'foo': it takes explore_rate"),
     (["--candidate", "a", "{}", "--seeds", "100", "100"], "--seeds names [100] more than once"),
     (["--candidate", "a", "{}", "--eval-gap", "0"], "argument --eval-gap: must be a whole number of 1 or more"),
     (["--candidate", "a", "{}", "--env", "CartPol-v1"], "unknown or outdated env id 'CartPol-v1'"),

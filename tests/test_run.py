@@ -653,6 +653,21 @@ def test_a_misspelt_field_is_an_error_not_ignored():
     args = Arguments(agent=AgentD3QN(), env="CartPole-v1")
     with pytest.raises(AttributeError, match="did you mean 'break_step'"):
         args.break_steps = 10**9
+    with pytest.raises(TypeError, match=r"Arguments got an unexpected setting 'learing_rate': did you mean 'learning_rate'\?"):
+        Arguments(agent=AgentD3QN(), env="CartPole-v1", learing_rate=1e-3)
+    with pytest.raises(TypeError, match=r"Arguments got an unexpected setting 'explore_rate'.*go to its constructor"):
+        Arguments(agent=AgentD3QN(), explore_rate=(1.0, 0.1))
+
+
+def test_a_setting_an_agent_does_not_take_names_the_ones_it_does():
+    from elegantrl.agent import AgentPPO
+
+    with pytest.raises(TypeError, match=r"AgentPPO got an unexpected setting 'clip_range': it takes ratio_clip, .*target_kl"):
+        AgentPPO(clip_range=0.1)
+    with pytest.raises(TypeError, match=r"AgentDQN got an unexpected setting 'explore_rat': did you mean 'explore_rate'\?"):
+        AgentDQN(explore_rat=(1.0, 0.1))
+    with pytest.raises(TypeError, match=r"AgentD3QN got an unexpected setting 'learning_rate'.*fields of Arguments"):
+        AgentD3QN(learning_rate=1e-3)
 
 
 def test_resuming_continues_the_weights_the_steps_and_the_record(tmp_path):
