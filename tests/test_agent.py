@@ -327,3 +327,6 @@ def test_act_names_the_shape_it_expects():
     # an env's own (2, 2) observation, which PreprocessEnv flattened in training: the message says so
     with pytest.raises(ValueError, match=r"got shape \(2, 2\): flatten the env's observation first \(obs.reshape\(-1\)\)"):
         agent.act(np.zeros((2, 2), dtype=np.float32))
+    # a Discrete observation's index, which PreprocessEnv gave one-hot in training
+    with pytest.raises(ValueError, match=r"got shape \(\): a Discrete observation \(an index\) goes in one-hot, np.eye\(4\)\[obs\]"):
+        agent.act(3)
