@@ -272,8 +272,8 @@ class AgentBase:
             # an env's own (2, 3) observation, where training saw it flattened by PreprocessEnv
             hint = (": flatten the env's observation first (obs.reshape(-1)), as PreprocessEnv does in training"
                     if state.numel() == self.state_dim else
-                    f": a Discrete observation (an index) goes in one-hot, np.eye({self.state_dim})[obs], as PreprocessEnv "
-                    f"gives it in training" if state.dim() == 0 and self.state_dim > 1 else "")
+                    f": a Discrete observation (an index) goes in one-hot, np.eye({self.state_dim})[obs - observation_space.start], "
+                    f"as PreprocessEnv gives it in training" if state.dim() == 0 and self.state_dim > 1 else "")
             raise ValueError(f"{type(self).__name__}.act takes one state of shape ({self.state_dim},) or a batch of "
                              f"shape (n, {self.state_dim}), got shape {tuple(state.shape)}{hint}")
         single = state.dim() == 1

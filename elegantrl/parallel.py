@@ -545,7 +545,7 @@ def train_multiprocess(args: Arguments) -> AgentBase:
         finally:
             try:
                 learner.processes.shutdown(grace)
-                if (failure := sys.exc_info()[1]) is not None and is_main:
+                if not finished and is_main and (failure := sys.exc_info()[1]) is not None:  # this run's failure, on its way out
                     recheck_kept_sentence(failure, args.cwd)
                 if stopped is not None and is_main:
                     say_stopped(stopped, args, " (rollouts under way are not counted)")

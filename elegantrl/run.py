@@ -195,10 +195,12 @@ class Arguments:
     tuned_settings: tuple[str, dict[str, Any]] | None = field(default=None, init=False, repr=False, compare=False)  # by check
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Arguments:
-        fields = [spec.name for spec in dataclasses.fields(cls) if spec.init]
-        if unknown := sorted(kwargs.keys() - set(fields)):  # Python's own error would not say which field was meant
-            raise unknown_setting("Arguments", unknown[0], fields, "an agent's own settings go to its constructor, "
-                                                                   "e.g. AgentDQN(explore_rate=(1.0, 0.05))")
+        parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]  # a subclass's own __init__ included
+        if all(parameter.kind is not inspect.Parameter.VAR_KEYWORD for parameter in parameters):
+            takes = [parameter.name for parameter in parameters]
+            if unknown := sorted(kwargs.keys() - set(takes)):  # Python's own error would not say which field was meant
+                raise unknown_setting(cls.__name__, unknown[0], takes, "an agent's own settings go to its constructor, "
+                                                                       "e.g. AgentDQN(explore_rate=(1.0, 0.05))")
         return super().__new__(cls)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -1436,9 +1438,12 @@ def get_video_to_watch_env_render(cwd: str, episodes: int = 1, fps: int = 30, en
                                  f"cannot be made again from its id; pass it: get_video_to_watch_env_render(cwd, "
                                  f"env=PreprocessEnv(gym.make({config['env']!r}, ..., render_mode='rgb_array')))")
             if wrappers := config.get("env_wrappers"):  # made from its id, it would play without them: a wrong video, or none
+                made = f"gym.make({', '.join([repr(config['env']), *(f'{k}={v!r}' for k, v in kwargs.items()), 'render_mode=' + repr('rgb_array')])})"
+                for name in wrappers:  # innermost first, as the spec lists them
+                    made = f"{name}({made}, ...)"
                 raise ValueError(f"the run in {cwd!r} trained on {config['env']!r} wrapped in {', '.join(wrappers)}, which cannot be "
                                  f"made again from its id; pass the env as it trained: get_video_to_watch_env_render(cwd, "
-                                 f"env=PreprocessEnv({wrappers[-1]}(gym.make({config['env']!r}, render_mode='rgb_array'), ...)))")
+                                 f"env=PreprocessEnv({made}))")
             try:
                 env = PreprocessEnv(config["env"], max_step=config.get("max_step"), render_mode="rgb_array", **kwargs)
             except ValueError as error:  # not registered: a user's own env class
@@ -1542,7 +1547,8 @@ def main(argv: list[str] | None = None) -> int:
         saved = read_config(os.path.expanduser(options["cwd"])) if options["if_resume"] and options["cwd"] else {}
         settings = saved.get("agent_settings", {}) if saved.get("agent") == agent_class.__name__ else {}
         env_kwargs = saved.get("env_kwargs") if saved.get("env") == env_id else None  # a run made in Python with gym.make(id, g=2)
-        env = PreprocessEnv(env_id, **env_kwargs) if env_kwargs else env_id
+        registered = registry[env_id].kwargs if env_id in registry else {}
+        env = PreprocessEnv(env_id, max_step=options["max_step"], **env_kwargs) if env_kwargs and env_kwargs != registered else env_id
         args = Arguments(agent=agent_class(**settings), env=env, **options)  # a resumed run keeps its agent's and its env's settings
         (train_and_evaluate_mp if if_multiprocess else train_and_evaluate)(args)
     except (ValueError, TypeError, ImportError, FileExistsError, FileNotFoundError, FloatingPointError, MemoryError) as error:

@@ -328,5 +328,6 @@ def test_act_names_the_shape_it_expects():
     with pytest.raises(ValueError, match=r"got shape \(2, 2\): flatten the env's observation first \(obs.reshape\(-1\)\)"):
         agent.act(np.zeros((2, 2), dtype=np.float32))
     # a Discrete observation's index, which PreprocessEnv gave one-hot in training
-    with pytest.raises(ValueError, match=r"got shape \(\): a Discrete observation \(an index\) goes in one-hot, np.eye\(4\)\[obs\]"):
+    with pytest.raises(ValueError, match=r"got shape \(\): a Discrete observation \(an index\) goes in one-hot, "
+                                         r"np.eye\(4\)\[obs - observation_space.start\]"):
         agent.act(3)

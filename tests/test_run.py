@@ -2,6 +2,7 @@
 
 import concurrent.futures
 import csv
+import dataclasses
 import json
 import math
 import multiprocessing
@@ -657,6 +658,31 @@ def test_a_misspelt_field_is_an_error_not_ignored():
         Arguments(agent=AgentD3QN(), env="CartPole-v1", learing_rate=1e-3)
     with pytest.raises(TypeError, match=r"Arguments got an unexpected setting 'explore_rate'.*go to its constructor"):
         Arguments(agent=AgentD3QN(), explore_rate=(1.0, 0.1))
+
+
+class PresetArguments(Arguments):
+    """A user's subclass whose own __init__ takes a keyword of its own."""
+
+    def __init__(self, preset: str = "fast", **fields):
+        super().__init__(**fields)
+        self.break_step = {"fast": 1000, "slow": 10_000}[preset]
+
+
+@dataclasses.dataclass
+class SeededArguments(Arguments):
+    """A dataclass subclass with an init-only field."""
+
+    base_seed: dataclasses.InitVar[int] = 0
+
+    def __post_init__(self, base_seed):
+        self.random_seed = base_seed + 1
+
+
+def test_subclasses_of_arguments_take_their_own_keywords_and_name_themselves_for_a_typo():
+    assert PresetArguments(preset="slow", agent=AgentD3QN()).break_step == 10_000
+    assert SeededArguments(agent=AgentD3QN(), base_seed=6).random_seed == 7
+    with pytest.raises(TypeError, match=r"SeededArguments got an unexpected setting 'base_sed': did you mean 'base_seed'\?"):
+        SeededArguments(base_sed=6)
 
 
 def test_a_setting_an_agent_does_not_take_names_the_ones_it_does():

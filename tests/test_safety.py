@@ -304,22 +304,21 @@ def test_resume_with_another_env_or_agent_is_refused_and_the_config_kept(tmp_pat
 
 @pytest.mark.timeout(180)
 def test_resume_refuses_the_env_made_with_other_keyword_arguments_and_the_command_line_makes_the_runs(tmp_path, capsys, monkeypatch):
-    import gymnasium as gym
-
     from elegantrl.agent import AgentSAC
     from elegantrl.env import PreprocessEnv
 
     fields = dict(cwd=str(tmp_path / "run"), net_dim=16, batch_size=32, warmup_steps=64, eval_gap=128, eval_times1=1, eval_times2=1,
-                  if_print=False)
-    train_and_evaluate(Arguments(agent=AgentSAC(), env=PreprocessEnv(gym.make("Pendulum-v1", g=2.0)), break_step=256, **fields))
+                  max_step=300, if_print=False)  # longer than the registered 200: the command line's env must be made with it
+    train_and_evaluate(Arguments(agent=AgentSAC(), env=PreprocessEnv("Pendulum-v1", max_step=300, g=2.0), break_step=256, **fields))
     config = (tmp_path / "run" / "config.json").read_bytes()
     with pytest.raises(ValueError, match=r"another task: the env's keyword arguments is \{\}, the run's \{'g': 2.0\}"):
         train_and_evaluate(Arguments(agent=AgentSAC(), env="Pendulum-v1", if_resume=True, break_step=512, **fields))
     with pytest.raises(ValueError, match=r"the env's keyword arguments is \{'g': 9.0\}, the run's \{'g': 2.0\}"):
-        train_and_evaluate(Arguments(agent=AgentSAC(), env=PreprocessEnv("Pendulum-v1", g=9.0), if_resume=True, break_step=512, **fields))
+        train_and_evaluate(Arguments(agent=AgentSAC(), env=PreprocessEnv("Pendulum-v1", max_step=300, g=9.0), if_resume=True,
+                                     break_step=512, **fields))
     # the command line cannot pass them: its resume makes the env as config.json says, where the check above would refuse another
     result = cli_here("--agent", "SAC", "--env", "Pendulum-v1", "--cwd", "run", "--resume", "--break-step", "384", "--warmup-steps", "64",
-                      "--eval-gap", "128", *TINY, cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
+                      "--eval-gap", "128", "--max-step", "300", *TINY, cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
     assert result.returncode == 0, result.stderr
     assert torch.load(tmp_path / "run" / "agent.pth", weights_only=True)["total_steps"] == 384
     assert (tmp_path / "run" / "config.json").read_bytes() == config
