@@ -49,7 +49,7 @@ from elegantrl.agent import (
 from elegantrl.distributed import RANK_SEED_OFFSET, LearnerGroup, gpu_device, join_learners, launched_by_torchrun, leave_learners, rank_gpu
 from elegantrl.env import EnvWorkerTraceback, PreprocessEnv, build_vector_env, check_env, clone_env, close_vector_env
 from elegantrl.replay import Transitions
-from elegantrl.tuned import tuned_entry
+from elegantrl.tuned import task_kwargs, tuned_entry
 
 FAMILY_BASES = (AgentBase, AgentOffPolicy, AgentOnPolicy, AgentMCTS)  # templates, not agents a user trains
 FIELD_DEFAULTS = dict(gamma=0.99, num_envs=1, lr_decay_steps=0, reward_scale=1.0)  # where neither arg_defaults nor a tuned entry sets one
@@ -530,7 +530,8 @@ class Arguments:
                "Arguments.net_dim": ("net_dim", self.net_dim), "the env's state_dim": ("state_dim", self.env.state_dim),
                "the env's action_dim": ("action_dim", self.env.action_dim), "Arguments.max_step": ("max_step", self.env.max_step)}
         if saved.get("env_kwargs") is not None and (kwargs := json_env_kwargs(self.env)) is not None:  # None: JSON could not hold them
-            now["the env's keyword arguments"] = ("env_kwargs", kwargs)  # Pendulum-v1 with g=2 is another task than with g=10
+            if task_kwargs(self.env.env_name, kwargs) != task_kwargs(self.env.env_name, saved["env_kwargs"]):  # g=10.0 is Pendulum's own
+                now["the env's keyword arguments"] = ("env_kwargs", kwargs)  # Pendulum-v1 with g=2 is another task than with g=10
         now["the wrappers on the env"] = ("env_wrappers", added_wrappers(self.env))
         differ = [f"{name} is {value!r}, the run's {saved[key]!r}" for name, (key, value) in now.items() if saved.get(key, value) != value]
         differ = [text for text in differ if text.startswith(("Arguments.agent ", "Arguments.env "))] or differ  # the rest follows
@@ -1547,8 +1548,8 @@ def main(argv: list[str] | None = None) -> int:
         saved = read_config(os.path.expanduser(options["cwd"])) if options["if_resume"] and options["cwd"] else {}
         settings = saved.get("agent_settings", {}) if saved.get("agent") == agent_class.__name__ else {}
         env_kwargs = saved.get("env_kwargs") if saved.get("env") == env_id else None  # a run made in Python with gym.make(id, g=2)
-        registered = registry[env_id].kwargs if env_id in registry else {}
-        env = PreprocessEnv(env_id, max_step=options["max_step"], **env_kwargs) if env_kwargs and env_kwargs != registered else env_id
+        if_own = env_kwargs and task_kwargs(env_id, env_kwargs) != task_kwargs(env_id, registry[env_id].kwargs if env_id in registry else {})
+        env = PreprocessEnv(env_id, max_step=options["max_step"], **env_kwargs) if if_own else env_id
         args = Arguments(agent=agent_class(**settings), env=env, **options)  # a resumed run keeps its agent's and its env's settings
         (train_and_evaluate_mp if if_multiprocess else train_and_evaluate)(args)
     except (ValueError, TypeError, ImportError, FileExistsError, FileNotFoundError, FloatingPointError, MemoryError) as error:

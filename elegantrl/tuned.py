@@ -16,9 +16,10 @@ command and its seeds, and the comment beside an entry says where it came from.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
-from gymnasium.envs.registration import registry
+from gymnasium.envs.registration import load_env_creator, registry
 
 # Short rollouts of 8 envs, many epochs on each, a shorter horizon: small discrete tasks solved in
 # seconds; the PPO family's generic defaults (SB3's) took 3-5 times longer, and missed Acrobot's
@@ -84,12 +85,25 @@ def tuned_entry(agent: object, env_id: str, env_kwargs: dict[str, Any] | None = 
     env, so a variant of it (LunarLander-v3 with ``continuous=True``, or with wind) gets none.
     ("", {}) when the table has none.
     """
-    if env_kwargs is not None and env_id in registry:
-        made = {k: v for k, v in env_kwargs.items() if k != "render_mode"}
-        if made != {k: v for k, v in registry[env_id].kwargs.items() if k != "render_mode"}:
-            return "", {}
+    if env_kwargs is not None and env_id in registry and task_kwargs(env_id, env_kwargs) != task_kwargs(env_id, registry[env_id].kwargs):
+        return "", {}
     for cls in type(agent).__mro__:
         family = cls.__name__.removeprefix("Agent")
         if (family, env_id) in TUNED:
             return family, TUNED[family, env_id]
     return "", {}
+
+
+def task_kwargs(env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """`kwargs` for ``gym.make(env_id, ...)`` with the env constructor's defaults filled in, less ``render_mode``: two
+    sets of keyword arguments that give the same task compare equal (Pendulum-v1 with ``g=10.0`` is Pendulum-v1)."""
+    defaults: dict[str, Any] = {}
+    if env_id in registry:
+        creator = registry[env_id].entry_point
+        try:
+            creator = load_env_creator(creator) if isinstance(creator, str) else creator
+            defaults = {name: parameter.default for name, parameter in inspect.signature(creator).parameters.items()
+                        if parameter.default is not inspect.Parameter.empty}
+        except (ImportError, AttributeError, ValueError, TypeError):  # an entry point that cannot be read: compare as given
+            pass
+    return {name: value for name, value in {**defaults, **kwargs}.items() if name != "render_mode"}

@@ -7,7 +7,7 @@ import sys
 
 from elegantrl.agent import AgentD3QN, AgentDiscretePPO, AgentDQN, AgentQRDQN, AgentSAC
 from elegantrl.run import Arguments, load_agent, train_and_evaluate
-from elegantrl.tuned import TUNED, tuned_entry
+from elegantrl.tuned import TUNED, task_kwargs, tuned_entry
 
 
 def test_an_entry_fills_the_fields_left_unset_and_the_agent_settings_not_passed():
@@ -123,6 +123,12 @@ def test_a_variant_of_an_env_gets_no_entry_and_a_second_check_keeps_the_header()
     args = Arguments(agent=AgentD3QN(), env=gym.make("LunarLander-v3", enable_wind=True))
     args.check()
     assert args.tuned_settings is None and args.net_dim == AgentD3QN.arg_defaults["net_dim"]
+    # the registered env with its own defaults spelt out is no variant: it keeps the entry
+    args = Arguments(agent=AgentD3QN(), env=gym.make("LunarLander-v3", continuous=False, gravity=-10.0))
+    args.check()
+    assert args.tuned_settings == ("D3QN", TUNED["D3QN", "LunarLander-v3"])
+    assert task_kwargs("Pendulum-v1", {"g": 10.0}) == task_kwargs("Pendulum-v1", {"render_mode": "rgb_array"}) == {"g": 10.0}
+    assert task_kwargs("LunarLanderContinuous-v3", {"continuous": True}) != task_kwargs("LunarLander-v3", {"continuous": True, "gravity": -5})
     args = Arguments(agent=AgentDiscretePPO(), env="LunarLander-v3")
     args.check()
     first = args.tuned_settings
