@@ -1081,7 +1081,12 @@ def added_wrappers(env: PreprocessEnv) -> list[str]:
     spec = getattr(env, "spec", None)
     listed = tuple(getattr(spec, "additional_wrappers", None) or ())  # none in an old Gym env's spec
     registered = len(registry[spec.id].additional_wrappers) if listed and spec.id in registry else 0
-    return [getattr(wrapper, "name", str(wrapper)) for wrapper in listed[registered:]]
+    names = [getattr(wrapper, "name", str(wrapper)) for wrapper in listed[registered:]]
+    return [name for name in names if name not in UNSEEN_WRAPPERS]
+
+
+# wrappers that record or check and leave observations, actions and rewards as they are: a run made again without them is the same
+UNSEEN_WRAPPERS = frozenset({"RecordEpisodeStatistics", "RecordVideo", "OrderEnforcing", "PassiveEnvChecker"})
 
 
 def _is_json(value: Any) -> bool:

@@ -1005,3 +1005,7 @@ def test_a_run_on_a_wrapped_env_is_neither_rendered_nor_resumed_without_its_wrap
     agent = train_and_evaluate(Arguments(agent=AgentD3QN(), env=observations_times_ten(), cwd=cwd, if_resume=True,
                                          **{**TINY, "break_step": 640}))
     assert agent.total_steps == 640
+    from gymnasium.wrappers import RecordEpisodeStatistics
+
+    statistics = PreprocessEnv(RecordEpisodeStatistics(observations_times_ten()))
+    assert elegantrl.run.added_wrappers(statistics) == ["TransformObservation"]  # a recorder changes nothing the agent sees
