@@ -70,12 +70,18 @@ def check_setting(agent: object, name: str, value: Any, ok: bool, rule: str) -> 
         raise ValueError(f"{type(agent).__name__}({name}={value!r}): {name} must be {rule}")
 
 
-def unknown_setting(owner: str, name: str, known: list[str], where_else: str) -> TypeError:
-    """A TypeError for a keyword `owner` does not take: the closest of its `known` ones, else all of them, and where
-    settings of the other kind go (Python's own error names the keyword and nothing more)."""
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f"did you mean {close[0]!r}?" if close else f"it takes {', '.join(known) or 'none'}"
-    return TypeError(f"{owner} got an unexpected setting {name!r}: {hint} ({where_else})")
+def refuse_unknown_keywords(cls: type, kwargs: dict[str, Any], where_else: str) -> None:
+    """Raises TypeError for a keyword ``cls.__init__`` does not take, naming the closest it does (else all of them) and
+    where settings of the other kind go: Python's own error names the keyword and nothing more. An __init__ that takes
+    ``**kwargs`` takes anything."""
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]  # without self
+    if any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in parameters):
+        return
+    takes = [parameter.name for parameter in parameters if parameter.kind is not inspect.Parameter.VAR_POSITIONAL]
+    if unknown := sorted(kwargs.keys() - set(takes)):
+        close = difflib.get_close_matches(unknown[0], takes, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"it takes {', '.join(takes) or 'none'}"
+        raise TypeError(f"{cls.__name__} got an unexpected setting {unknown[0]!r}: {hint} ({where_else})")
 
 
 def _is_real(value: Any) -> bool:
@@ -157,13 +163,8 @@ class AgentBase:
         # override them, and config.json keeps them so that load_agent rebuilds the same networks.
         # None where they cannot be named (a subclass's *args): then nothing is tuned or kept.
         agent.given_settings = dict(kwargs)
+        refuse_unknown_keywords(cls, kwargs, "training settings such as learning_rate and batch_size are fields of Arguments")
         signature = inspect.signature(cls.__init__)
-        takes = [name for name, parameter in signature.parameters.items() if name != "self" and parameter.kind in (
-            inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
-        if not any(parameter.kind is inspect.Parameter.VAR_KEYWORD for parameter in signature.parameters.values()):
-            if unknown := sorted(kwargs.keys() - set(takes)):
-                raise unknown_setting(cls.__name__, unknown[0], takes, "training settings such as learning_rate and batch_size "
-                                                                       "are fields of Arguments")
         try:
             bound = list(signature.bind(agent, *args, **kwargs).arguments.items())[1:]  # without self
         except TypeError:  # wrong arguments: __init__ raises its own error next

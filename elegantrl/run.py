@@ -44,12 +44,12 @@ from elegantrl.agent import (
     atomic_torch_save,
     atomic_write,
     load_torch_file,
-    unknown_setting,
+    refuse_unknown_keywords,
 )
 from elegantrl.distributed import RANK_SEED_OFFSET, LearnerGroup, gpu_device, join_learners, launched_by_torchrun, leave_learners, rank_gpu
 from elegantrl.env import EnvWorkerTraceback, PreprocessEnv, build_vector_env, check_env, clone_env, close_vector_env
 from elegantrl.replay import Transitions
-from elegantrl.tuned import task_kwargs, tuned_entry
+from elegantrl.tuned import is_variant, task_kwargs, tuned_entry
 
 FAMILY_BASES = (AgentBase, AgentOffPolicy, AgentOnPolicy, AgentMCTS)  # templates, not agents a user trains
 FIELD_DEFAULTS = dict(gamma=0.99, num_envs=1, lr_decay_steps=0, reward_scale=1.0)  # where neither arg_defaults nor a tuned entry sets one
@@ -195,12 +195,7 @@ class Arguments:
     tuned_settings: tuple[str, dict[str, Any]] | None = field(default=None, init=False, repr=False, compare=False)  # by check
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Arguments:
-        parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]  # a subclass's own __init__ included
-        if all(parameter.kind is not inspect.Parameter.VAR_KEYWORD for parameter in parameters):
-            takes = [parameter.name for parameter in parameters]
-            if unknown := sorted(kwargs.keys() - set(takes)):  # Python's own error would not say which field was meant
-                raise unknown_setting(cls.__name__, unknown[0], takes, "an agent's own settings go to its constructor, "
-                                                                       "e.g. AgentDQN(explore_rate=(1.0, 0.05))")
+        refuse_unknown_keywords(cls, kwargs, "an agent's own settings go to its constructor, e.g. AgentDQN(explore_rate=(1.0, 0.05))")
         return super().__new__(cls)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -533,8 +528,9 @@ class Arguments:
             if task_kwargs(self.env.env_name, kwargs) != task_kwargs(self.env.env_name, saved["env_kwargs"]):  # g=10.0 is Pendulum's own
                 now["the env's keyword arguments"] = ("env_kwargs", kwargs)  # Pendulum-v1 with g=2 is another task than with g=10
         now["the wrappers on the env"] = ("env_wrappers", added_wrappers(self.env))
-        differ = [f"{name} is {value!r}, the run's {saved[key]!r}" for name, (key, value) in now.items() if saved.get(key, value) != value]
-        differ = [text for text in differ if text.startswith(("Arguments.agent ", "Arguments.env "))] or differ  # the rest follows
+        changed = [name for name, (key, value) in now.items() if saved.get(key, value) != value]
+        changed = [name for name in changed if name in ("Arguments.agent", "Arguments.env")] or changed  # the rest follows from them
+        differ = [f"{name} is {now[name][1]!r}, the run's {saved[now[name][0]]!r}" for name in changed]
         if differ:
             raise ValueError(f"cannot resume the run in {self.cwd!r} ({saved.get('agent')} on {saved.get('env')}) with another "
                              f"task: {'; '.join(differ)}. Resume with the run's settings, or start a new run in another cwd")
@@ -1075,6 +1071,10 @@ def json_env_kwargs(env: PreprocessEnv) -> dict[str, Any] | None:
         return None
 
 
+# wrappers that record or check and leave observations, actions and rewards as they are: a run made again without them is the same
+UNSEEN_WRAPPERS = frozenset({"RecordEpisodeStatistics", "RecordVideo", "OrderEnforcing", "PassiveEnvChecker"})
+
+
 def added_wrappers(env: PreprocessEnv) -> list[str]:
     """The names of the wrappers put on the env after ``gym.make`` (those its spec lists beyond the registered ones),
     for config.json: a render that makes the env again from its id would play without them."""
@@ -1083,10 +1083,6 @@ def added_wrappers(env: PreprocessEnv) -> list[str]:
     registered = len(registry[spec.id].additional_wrappers) if listed and spec.id in registry else 0
     names = [getattr(wrapper, "name", str(wrapper)) for wrapper in listed[registered:]]
     return [name for name in names if name not in UNSEEN_WRAPPERS]
-
-
-# wrappers that record or check and leave observations, actions and rewards as they are: a run made again without them is the same
-UNSEEN_WRAPPERS = frozenset({"RecordEpisodeStatistics", "RecordVideo", "OrderEnforcing", "PassiveEnvChecker"})
 
 
 def _is_json(value: Any) -> bool:
@@ -1444,7 +1440,8 @@ def get_video_to_watch_env_render(cwd: str, episodes: int = 1, fps: int = 30, en
                                  f"cannot be made again from its id; pass it: get_video_to_watch_env_render(cwd, "
                                  f"env=PreprocessEnv(gym.make({config['env']!r}, ..., render_mode='rgb_array')))")
             if wrappers := config.get("env_wrappers"):  # made from its id, it would play without them: a wrong video, or none
-                made = f"gym.make({', '.join([repr(config['env']), *(f'{k}={v!r}' for k, v in kwargs.items()), 'render_mode=' + repr('rgb_array')])})"
+                made = ", ".join([repr(config["env"]), *(f"{name}={value!r}" for name, value in kwargs.items()), "render_mode='rgb_array'"])
+                made = f"gym.make({made})"
                 for name in wrappers:  # innermost first, as the spec lists them
                     made = f"{name}({made}, ...)"
                 raise ValueError(f"the run in {cwd!r} trained on {config['env']!r} wrapped in {', '.join(wrappers)}, which cannot be "
@@ -1553,8 +1550,7 @@ def main(argv: list[str] | None = None) -> int:
         saved = read_config(os.path.expanduser(options["cwd"])) if options["if_resume"] and options["cwd"] else {}
         settings = saved.get("agent_settings", {}) if saved.get("agent") == agent_class.__name__ else {}
         env_kwargs = saved.get("env_kwargs") if saved.get("env") == env_id else None  # a run made in Python with gym.make(id, g=2)
-        if_own = env_kwargs and task_kwargs(env_id, env_kwargs) != task_kwargs(env_id, registry[env_id].kwargs if env_id in registry else {})
-        env = PreprocessEnv(env_id, max_step=options["max_step"], **env_kwargs) if if_own else env_id
+        env = PreprocessEnv(env_id, max_step=options["max_step"], **env_kwargs) if env_kwargs and is_variant(env_id, env_kwargs) else env_id
         args = Arguments(agent=agent_class(**settings), env=env, **options)  # a resumed run keeps its agent's and its env's settings
         (train_and_evaluate_mp if if_multiprocess else train_and_evaluate)(args)
     except (ValueError, TypeError, ImportError, FileExistsError, FileNotFoundError, FloatingPointError, MemoryError) as error:

@@ -85,7 +85,7 @@ def tuned_entry(agent: object, env_id: str, env_kwargs: dict[str, Any] | None = 
     env, so a variant of it (LunarLander-v3 with ``continuous=True``, or with wind) gets none.
     ("", {}) when the table has none.
     """
-    if env_kwargs is not None and env_id in registry and task_kwargs(env_id, env_kwargs) != task_kwargs(env_id, registry[env_id].kwargs):
+    if env_kwargs is not None and env_id in registry and is_variant(env_id, env_kwargs):
         return "", {}
     for cls in type(agent).__mro__:
         family = cls.__name__.removeprefix("Agent")
@@ -107,3 +107,8 @@ def task_kwargs(env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
         except (ImportError, AttributeError, ValueError, TypeError):  # an entry point that cannot be read: compare as given
             pass
     return {name: value for name, value in {**defaults, **kwargs}.items() if name != "render_mode"}
+
+
+def is_variant(env_id: str, kwargs: dict[str, Any]) -> bool:
+    """Whether ``gym.make(env_id, **kwargs)`` is another task than ``gym.make(env_id)``."""
+    return task_kwargs(env_id, kwargs) != task_kwargs(env_id, registry[env_id].kwargs if env_id in registry else {})
