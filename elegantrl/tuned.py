@@ -47,6 +47,14 @@ TUNED: dict[tuple[str, str], dict[str, Any]] = {
     # by 0.1: on seeds 100-104, 49k env steps to -200 instead of 78k and 1 run of 5 falling below -300
     # after the hit instead of 3; no candidate of 10 held -200 much better (tune-ppo-pendulum-v1-hold*.md)
     ("PPO", "Pendulum-v1"): dict(SHORT_ROLLOUTS, target_step=256, gamma=0.9, reward_scale=0.1),
+    # 64-wide networks at one gradient step per env step (repeat_times 256 at batch 256), where the family's defaults
+    # take one per two env steps at width 128: swept (--hold 2) on tuning seeds 100-109, SAC reached -200 in a median
+    # 4,008 env steps and 9.7 s against 6,536 and 15.3 s, held it on 74% of the evaluations after the hit against 79%,
+    # 5/10 runs falling below -300 each; ModSAC 7.4 s against 13.2 s, 70% held against 71%, 5/10 each; InterSAC 10.7 s
+    # against 16.7 s, but 73% held against 85%, 5/10 runs falling against 3/10.
+    # Either change alone saved less: width 64 10.9 s; one step per env step at width 128 17.2 s against 15.4 s, since
+    # its fewer env steps cost as many gradient steps (tune-*sac-pendulum-v1-hold-width-steps.md, -hold-steps.md)
+    ("SAC", "Pendulum-v1"): dict(net_dim=64, repeat_times=256.0),
     # 64-wide Q networks hovered (best -51 by 70k env steps); 128 reached 200 on 6/6 runs of QR-DQN
     # and D3QN. Width 256 and gamma 0.995 were slower; slower exploration was as fast in median
     # but spread wider (40k and 130k env steps) and needs an agent setting (tune-*-lunarlander-v3.md)
@@ -63,7 +71,8 @@ TUNED: dict[tuple[str, str], dict[str, Any]] = {
     # and held it no better for DQN (tune-dqn-cartpole-v1-hold.md, tune-d3qn-cartpole-v1-hold.md). On seeds 100-109
     # neither rewards scaled by 0.1 nor a learning rate decayed over 100k env steps held it better (tune-dqn-cartpole-v1-hold-scale.md),
     # nor gradients clipped at norm 10, a target four times slower or lr 1e-3 (tune-dqn-cartpole-v1-hold-target.md);
-    # half the gradient steps or half the batch cost more env steps than they saved (tune-dqn-cartpole-v1-hold-compute.md)
+    # half the gradient steps or half the batch cost more env steps than they saved (tune-dqn-cartpole-v1-hold-compute.md),
+    # and so did batch 256, a 500-step warm-up or epsilon decayed over 2,500 env steps (tune-dqn-cartpole-v1-hold-fewer-steps.md)
     ("DQN", "CartPole-v1"): dict(net_dim=128),
     # swept for stability (--hold 2) on six tuning seeds: width 128 held -100 on 73% of the evaluations after
     # the first hit against the defaults' 31%, and was no slower to get there (tune-d3qn-acrobot-v1-hold*.md)

@@ -30,9 +30,9 @@ def test_what_the_user_sets_wins_field_by_field():
 
 
 def test_an_env_without_an_entry_gets_the_family_defaults_and_if_tuned_false_ignores_the_table():
-    args = Arguments(agent=AgentSAC(), env="Pendulum-v1")
+    args = Arguments(agent=AgentSAC(), env="MountainCarContinuous-v0")
     args.check()
-    assert tuned_entry(args.agent, "Pendulum-v1") == ("", {}) and args.tuned_settings is None
+    assert tuned_entry(args.agent, "MountainCarContinuous-v0") == ("", {}) and args.tuned_settings is None
     assert (args.net_dim, args.gamma, args.num_envs) == (AgentSAC.arg_defaults["net_dim"], 0.99, 1)
     args = Arguments(agent=AgentDiscretePPO(), env="CartPole-v1", if_tuned=False)
     args.check()
