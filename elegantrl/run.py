@@ -1157,7 +1157,7 @@ class Terminated(SystemExit, KeyboardInterrupt):
 def say_stopped(stop: KeyboardInterrupt, args: Arguments, note: str = "") -> None:
     """Prints how a run was stopped (Ctrl-C or SIGTERM), at which env step, and what its folder keeps."""
     how = "SIGTERM" if isinstance(stop, Terminated) else "Ctrl-C"
-    print(f"\nstopped by {how} at env step {args.agent.total_steps:,d}{note}. {kept_sentence(args.cwd)}", flush=True)
+    print(f"\nstopped by {how} at env step {args.agent.total_steps:,d}{note}. {kept_sentence(args.cwd)}".rstrip(), flush=True)
 
 
 def raise_terminated(signum: int, frame: Any) -> None:
@@ -1418,13 +1418,14 @@ def load_agent(cwd: str, agent_class: type[AgentBase] | None = None) -> AgentBas
     return agent
 
 
-def get_video_to_watch_env_render(cwd: str, episodes: int = 1, fps: int = 30, env: PreprocessEnv | None = None,
+def get_video_to_watch_env_render(cwd: str, episodes: int = 1, fps: int = 30, env: Any = None,
                                   agent_class: type[AgentBase] | None = None) -> str:
     """Plays the best actor of run folder `cwd` and writes the frames to ``cwd/video.gif``; returns its path.
 
     The env is made again from its id and the keyword arguments it was made with, with
     ``render_mode="rgb_array"`` (no display needed); pass `env` for an env that is not registered
-    (it must render ``rgb_array`` frames), and `agent_class` for a run of an agent class of your own.
+    (an env instance made with ``render_mode="rgb_array"``, in a `PreprocessEnv` or not, or an env id),
+    and `agent_class` for a run of an agent class of your own.
     """
     from PIL import Image  # Pillow comes with matplotlib
 
@@ -1452,13 +1453,16 @@ def get_video_to_watch_env_render(cwd: str, episodes: int = 1, fps: int = 30, en
             except ValueError as error:  # not registered: a user's own env class
                 raise ValueError(f"{error} To render an env that is not registered, pass it: "
                                  f"get_video_to_watch_env_render(cwd, env=PreprocessEnv(MyEnv(render_mode='rgb_array')))") from error
+        elif not isinstance(env, PreprocessEnv):  # the user's own env or an id, as Arguments takes them: states and limit as in training
+            limit = read_config(cwd).get("max_step")
+            env = PreprocessEnv(env, max_step=limit, **({"render_mode": "rgb_array"} if isinstance(env, str) else {}))
         frames = []
         for episode in range(episodes):
             state, _ = env.reset(seed=episode)
-            frames.append(env.render())
+            frames.append(rendered_frame(env))
             for _ in range(env.max_step):
                 state, _, terminated, truncated, _ = env.step(agent.act(state))
-                frames.append(env.render())
+                frames.append(rendered_frame(env))
                 if terminated or truncated:
                     break
         env.close()
@@ -1472,6 +1476,15 @@ def get_video_to_watch_env_render(cwd: str, episodes: int = 1, fps: int = 30, en
     atomic_write(path, lambda temporary: images[0].save(temporary, format="GIF", save_all=True, append_images=images[1:],
                                                         duration=round(1000 / fps), loop=0))
     return path
+
+
+def rendered_frame(env: PreprocessEnv) -> Any:
+    """`env`'s frame, or a ValueError that names the env where it has no render() of its own."""
+    try:
+        return env.render()
+    except NotImplementedError as error:  # gymnasium.Env.render's own body: the env's class did not write one
+        raise ValueError(f"env {env.env_name!r} has no render() method, so it cannot be watched: give its class a render() that "
+                         f"returns an RGB array (H, W, 3) when made with render_mode='rgb_array'") from error
 
 
 def build_parser() -> argparse.ArgumentParser:

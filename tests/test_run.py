@@ -531,6 +531,52 @@ def test_load_agent_and_video_of_a_run_folder(tmp_path):
     assert sum(durations) == (steps + 2) * 40
 
 
+
+class Corridor(gym.Env):
+    """A user's env, not registered: walk right to the end; it renders only if its subclass says how."""
+
+    observation_space = gym.spaces.Box(0.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, render_mode=None):
+        self.render_mode, self.position = render_mode, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.position = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.position = max(0, self.position + (1 if action == 1 else -1))
+        done = self.position == 4
+        return self._obs(), float(done), done, False, {}
+
+    def _obs(self):
+        return np.array([self.position / 4, 1.0], dtype=np.float32)
+
+
+class PaintedCorridor(Corridor):
+    def render(self):
+        frame = np.zeros((8, 8, 3), dtype=np.uint8)
+        frame[:, 2 * self.position:] = 255
+        return frame
+
+
+def test_a_render_takes_the_users_own_env_as_training_did_and_names_one_that_cannot_render(tmp_path):
+    from PIL import Image
+
+    from elegantrl.run import get_video_to_watch_env_render
+
+    args = Arguments(agent=AgentD3QN(), env=PaintedCorridor(), cwd=str(tmp_path / "run"), max_step=20, **TINY)
+    train_and_evaluate(args)
+    path = get_video_to_watch_env_render(args.cwd, env=PaintedCorridor(render_mode="rgb_array"))  # no PreprocessEnv, as in training
+    with Image.open(path) as video:
+        assert video.size == (8, 8)
+    os.remove(path)
+    with pytest.raises(ValueError, match="env 'Corridor' has no render\\(\\) method.*returns an RGB array"):
+        get_video_to_watch_env_render(args.cwd, env=Corridor(render_mode="rgb_array"))
+    assert not os.path.exists(path)
+
 def test_a_render_makes_the_env_the_run_had_and_takes_an_agent_class_of_your_own(tmp_path):
     from elegantrl.run import get_video_to_watch_env_render, read_config
 
