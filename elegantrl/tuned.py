@@ -73,6 +73,7 @@ TUNED: dict[tuple[str, str], dict[str, Any]] = {
     # nor gradients clipped at norm 10, a target four times slower or lr 1e-3 (tune-dqn-cartpole-v1-hold-target.md);
     # half the gradient steps or half the batch cost more env steps than they saved (tune-dqn-cartpole-v1-hold-compute.md),
     # and so did batch 256, a 500-step warm-up or epsilon decayed over 2,500 env steps (tune-dqn-cartpole-v1-hold-fewer-steps.md)
+    # width 64, alone or with twice the gradient steps or half the batch, was slower and held less (tune-dqn-cartpole-v1-hold-width-steps.md)
     ("DQN", "CartPole-v1"): dict(net_dim=128),
     # swept for stability (--hold 2) on six tuning seeds: width 128 held -100 on 73% of the evaluations after
     # the first hit against the defaults' 31%, and was no slower to get there (tune-d3qn-acrobot-v1-hold*.md)
