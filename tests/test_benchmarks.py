@@ -18,6 +18,7 @@ from benchmarks.rows import ROOT, ROWS, dqn_matched_copy_gap, gradient_steps_per
 from benchmarks.runner import Job, train_sb3
 from elegantrl import agent as agent_module
 from elegantrl.run import Arguments, lr_decay_factor
+from elegantrl.tuned import TUNED
 
 
 def test_gradient_steps_per_env_step_reads_train_freq_and_gradient_steps():
@@ -33,7 +34,11 @@ def test_the_work_per_env_step_is_read_from_each_sides_settings():
 
     line = work_per_env_step(ROWS["sac-pendulum"], ROWS["sac-pendulum"].budget)
     assert line.startswith("SB3 SAC [256, 256] wide, batch 256, 1 gradient step per env step, 100 warm-up steps;"), line
-    assert "elegantrl AgentSAC [128, 128] wide, batch 256, 0.5 gradient steps per env step, 1,000 warm-up steps" in line
+    entry = TUNED["SAC", "Pendulum-v1"]  # what elegantrl runs there: the tuned entry over the family's defaults
+    width, steps = entry["net_dim"], entry["repeat_times"] / agent_module.AgentSAC.arg_defaults["batch_size"]
+    assert f"elegantrl AgentSAC [{width}, {width}] wide, batch 256, {steps:g} gradient step" in line, line
+    line = work_per_env_step(ROWS["td3-pendulum"], ROWS["td3-pendulum"].budget)  # no entry: the family's defaults
+    assert "elegantrl AgentTD3 [128, 128] wide, batch 256, 0.5 gradient steps per env step, 1,000 warm-up steps" in line, line
 
 
 def test_sb3_settings_fill_the_class_defaults():
