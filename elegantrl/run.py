@@ -1433,8 +1433,8 @@ def get_video_to_watch_env_render(cwd: str, episodes: int = 1, fps: int = 30, en
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # rgb_array frames need no window; SDL's would print an XDG warning
     try:
         agent = load_agent(cwd, agent_class)
+        config = read_config(cwd)
         if env is None:
-            config = read_config(cwd)
             kwargs = config.get("env_kwargs", {})
             if kwargs is None:
                 raise ValueError(f"the run in {cwd!r} made its env {config['env']!r} with settings config.json cannot hold, so it "
@@ -1454,8 +1454,7 @@ def get_video_to_watch_env_render(cwd: str, episodes: int = 1, fps: int = 30, en
                 raise ValueError(f"{error} To render an env that is not registered, pass it: "
                                  f"get_video_to_watch_env_render(cwd, env=PreprocessEnv(MyEnv(render_mode='rgb_array')))") from error
         elif not isinstance(env, PreprocessEnv):  # the user's own env or an id, as Arguments takes them: states and limit as in training
-            limit = read_config(cwd).get("max_step")
-            env = PreprocessEnv(env, max_step=limit, **({"render_mode": "rgb_array"} if isinstance(env, str) else {}))
+            env = PreprocessEnv(env, max_step=config.get("max_step"), **({"render_mode": "rgb_array"} if isinstance(env, str) else {}))
         frames = []
         for episode in range(episodes):
             state, _ = env.reset(seed=episode)
