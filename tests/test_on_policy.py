@@ -101,6 +101,62 @@ def test_max_grad_norm_clips_each_optimizers_gradient(max_grad_norm):
     assert (norm <= 0.01 + 1e-6) == (max_grad_norm is not None)
 
 
+@pytest.mark.parametrize("max_grad_norm", [None, 0.01])
+@pytest.mark.parametrize("agent_class", [AgentPPO, AgentDiscretePPO])
+def test_one_backward_pass_for_actor_and_critic_steps_each_as_two_passes_would(agent_class, max_grad_norm):
+    # optimize() steps both networks from the gradient of obj_critic + obj_actor; each network must get its own
+    # loss's gradient, clipped on its own, exactly as two separate updates would give it
+    torch.manual_seed(0)
+    joint = agent_class(max_grad_norm=max_grad_norm)
+    joint.init(32, 3, 2, device="cpu")
+    apart = agent_class(max_grad_norm=max_grad_norm)
+    apart.init(32, 3, 2, device="cpu")
+    apart.load_state_dict(joint.state_dict())
+    state, target = torch.randn(64, 3), torch.full((64,), 10.0)
+    action = torch.randint(0, 2, (64, 1)) if joint.if_discrete else torch.randn(64, 2)
+    advantage = torch.randn(64)
+    before = [p.detach().clone() for p in [*joint.actor.parameters(), *joint.critic.parameters()]]
+
+    def objectives(agent):
+        log_prob, entropy = agent.actor.get_logprob_entropy(state, action)
+        obj_actor = agent.get_obj_actor(log_prob, log_prob.detach() - 0.1, advantage) - 0.01 * entropy.mean()
+        return agent.criterion(agent.critic(state), target), obj_actor
+
+    for _ in range(3):
+        joint.optimize(*objectives(joint))
+        obj_critic, obj_actor = objectives(apart)
+        apart.optimizer_update(apart.critic_optimizer, obj_critic)
+        apart.optimizer_update(apart.actor_optimizer, obj_actor)
+    for name, tensor in joint.actor.state_dict().items():
+        assert torch.allclose(tensor, apart.actor.state_dict()[name], atol=1e-6), name
+    for name, tensor in joint.critic.state_dict().items():
+        assert torch.allclose(tensor, apart.critic.state_dict()[name], atol=1e-6), name
+    after = [*joint.actor.parameters(), *joint.critic.parameters()]
+    assert all(not torch.equal(old, new) for old, new in zip(before, after)), "every parameter of both networks moves"
+
+
+def test_the_policies_log_probabilities_and_entropies_are_their_distributions():
+    torch.manual_seed(0)
+    state = torch.randn(20, 3)
+    gaussian = AgentPPO()
+    gaussian.init(32, 3, 2, device="cpu")
+    gaussian.actor.log_std.data = torch.tensor([0.3, -0.7])
+    action = torch.randn(20, 2) * 2
+    log_prob, entropy = gaussian.actor.get_logprob_entropy(state, action)
+    dist = gaussian.actor.distribution(state)
+    assert torch.allclose(log_prob, dist.log_prob(action).sum(dim=1), atol=1e-5)
+    assert torch.allclose(entropy, dist.entropy().sum(dim=1))
+    categorical = AgentDiscretePPO()
+    categorical.init(32, 3, 4, device="cpu")
+    with torch.no_grad():  # one action certain, one impossible: the entropy stays finite (0 log 0 is 0)
+        categorical.actor.net[-1].bias.copy_(torch.tensor([0.0, 1e4, -1e4, 0.0]))
+    action = torch.randint(0, 4, (20, 1))
+    log_prob, entropy = categorical.actor.get_logprob_entropy(state, action)
+    dist = categorical.actor.distribution(state)
+    assert torch.allclose(log_prob, dist.log_prob(action.squeeze(1)))
+    assert torch.isfinite(entropy).all() and torch.allclose(entropy, dist.entropy())
+
+
 @pytest.mark.parametrize("target_kl", [None, 1e-4])
 def test_target_kl_ends_the_epochs_once_the_policy_has_moved_that_far(target_kl):
     env = PreprocessEnv("CartPole-v1")
