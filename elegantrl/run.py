@@ -1439,7 +1439,7 @@ def get_video_to_watch_env_render(cwd: str, episodes: int = 1, fps: int = 30, en
             if kwargs is None:
                 raise ValueError(f"the run in {cwd!r} made its env {config['env']!r} with settings config.json cannot hold, so it "
                                  f"cannot be made again from its id; pass it: get_video_to_watch_env_render(cwd, "
-                                 f"env=PreprocessEnv(gym.make({config['env']!r}, ..., render_mode='rgb_array')))")
+                                 f"env=gym.make({config['env']!r}, ..., render_mode='rgb_array'))")
             if wrappers := config.get("env_wrappers"):  # made from its id, it would play without them: a wrong video, or none
                 made = ", ".join([repr(config["env"]), *(f"{name}={value!r}" for name, value in kwargs.items()), "render_mode='rgb_array'"])
                 made = f"gym.make({made})"
@@ -1447,12 +1447,12 @@ def get_video_to_watch_env_render(cwd: str, episodes: int = 1, fps: int = 30, en
                     made = f"{name}({made}, ...)"
                 raise ValueError(f"the run in {cwd!r} trained on {config['env']!r} wrapped in {', '.join(wrappers)}, which cannot be "
                                  f"made again from its id; pass the env as it trained: get_video_to_watch_env_render(cwd, "
-                                 f"env=PreprocessEnv({made}))")
+                                 f"env={made})")
             try:
                 env = PreprocessEnv(config["env"], max_step=config.get("max_step"), render_mode="rgb_array", **kwargs)
             except ValueError as error:  # not registered: a user's own env class
                 raise ValueError(f"{error} To render an env that is not registered, pass it: "
-                                 f"get_video_to_watch_env_render(cwd, env=PreprocessEnv(MyEnv(render_mode='rgb_array')))") from error
+                                 f"get_video_to_watch_env_render(cwd, env=MyEnv(render_mode='rgb_array'))") from error
         elif not isinstance(env, PreprocessEnv):  # the user's own env or an id, as Arguments takes them: states and limit as in training
             env = PreprocessEnv(env, max_step=config.get("max_step"), **({"render_mode": "rgb_array"} if isinstance(env, str) else {}))
         frames = []

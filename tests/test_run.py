@@ -613,7 +613,7 @@ def test_cli_render_writes_the_video(tmp_path):
         json.dump({**config, "env": "MyEnv-v0"}, file)  # a run of a user's env that is not registered
     result = run_cli("--render", args.cwd, cwd=tmp_path)
     # the advice is Python, not rewritten into flags that --render does not take
-    assert result.returncode == 2 and "env=PreprocessEnv(MyEnv(render_mode='rgb_array'))" in result.stderr, result.stderr
+    assert result.returncode == 2 and "env=MyEnv(render_mode='rgb_array'))" in result.stderr, result.stderr
 
 
 class CrashAfter(gym.Wrapper):
@@ -1044,8 +1044,14 @@ def test_a_run_on_a_wrapped_env_is_neither_rendered_nor_resumed_without_its_wrap
     train_and_evaluate(Arguments(agent=AgentD3QN(), env=observations_times_ten(), cwd=cwd, **TINY))
     assert elegantrl.run.read_config(cwd)["env_wrappers"] == ["TransformObservation"]
     with pytest.raises(ValueError, match=r"trained on 'CartPole-v1' wrapped in TransformObservation, which cannot be made again from its "
-                                         r"id; pass the env as it trained: .*env=PreprocessEnv\(TransformObservation\(gym.make"):
+                                         r"id; pass the env as it trained: .*"
+                                         r"env=TransformObservation\(gym.make\('CartPole-v1', render_mode='rgb_array'\), \.\.\.\)\)"):
         elegantrl.run.get_video_to_watch_env_render(cwd)
+    from gymnasium.wrappers import TransformObservation
+
+    as_advised = TransformObservation(gym.make("CartPole-v1", render_mode="rgb_array"), lambda state: state * 10,
+                                      gym.spaces.Box(-np.inf, np.inf, (4,), np.float32))
+    assert os.path.getsize(elegantrl.run.get_video_to_watch_env_render(cwd, env=as_advised, episodes=1)) > 1000
     with pytest.raises(ValueError, match=r"another task: the wrappers on the env is \[\], the run's \['TransformObservation'\]"):
         train_and_evaluate(Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=cwd, if_resume=True, **{**TINY, "break_step": 640}))
     agent = train_and_evaluate(Arguments(agent=AgentD3QN(), env=observations_times_ten(), cwd=cwd, if_resume=True,
