@@ -20,6 +20,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import parse_env_id
 
 # Targets for envs whose spec has no reward_threshold. Explicit targets win over both.
 KNOWN_TARGETS = {
@@ -37,6 +38,13 @@ FLOAT32_MAX = float(np.finfo(np.float32).max)  # states and rewards are stored a
 
 def make_env(env_id: str, **kwargs: Any) -> gym.Env:
     """`gymnasium.make(env_id)` with errors that say how to fix a typo or a missing extra."""
+    try:  # the id's form first ("module:" aside): gymnasium's own error for "CartPole-v1 " suggests nothing
+        parse_env_id(env_id.rsplit(":", 1)[-1])
+    except gym.error.Error as error:
+        close = difflib.get_close_matches(env_id.strip(), list(gym.registry.keys()), n=5, cutoff=0.5)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise ValueError(f"malformed env id {env_id!r}: an id reads [namespace/]Name-vN, e.g. 'CartPole-v1', with no "
+                         f"spaces.{hint}") from error
     try:
         return gym.make(env_id, **kwargs)
     except gym.error.DependencyNotInstalled as error:
@@ -464,7 +472,10 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
 
     def check_obs(obs: Any, where: str) -> None:
         if _is_discrete(obs_space):
-            if not np.issubdtype(np.asarray(obs).dtype, np.integer) or not obs_space.contains(int(obs)):
+            if np.ndim(obs) != 0:  # e.g. np.array([s]): one integer is what a Discrete observation is
+                problems.append(f"{where} returned observation {obs!r} of shape {np.shape(obs)}, but a {obs_space} observation "
+                                f"is one integer: return int(s), or declare a Box observation_space")
+            elif not np.issubdtype(np.asarray(obs).dtype, np.integer) or not obs_space.contains(int(obs)):
                 problems.append(f"{where} returned observation {obs!r}, which is not in {obs_space}")
             return
         try:
@@ -480,7 +491,9 @@ def check_env(env: Any, steps: int = 20) -> list[str]:
             problems.append(f"{where} returned an observation beyond float32's range (±{FLOAT32_MAX:.3g}), which becomes inf "
                             f"in training: {array}; scale it down, e.g. with gymnasium.wrappers.TransformObservation")
         elif not obs_space.contains(array.astype(obs_space.dtype)):
-            notes.append(f"{where} returned an observation outside observation_space's bounds")
+            said = f"{where.split(' #')[0]} returned observations outside observation_space's bounds"
+            if not any(note.startswith(said) for note in notes):  # one note, with the first such observation
+                notes.append(f"{said}, e.g. {array}" + (f" at {where}" if " #" in where else ""))
         if np.asarray(obs).dtype != obs_space.dtype:
             notes.append(f"{where.split(' #')[0]} returned {np.asarray(obs).dtype} observations; observation_space says {obs_space.dtype} "
                          f"(PreprocessEnv casts them to float32)")

@@ -87,6 +87,25 @@ class OneElementReward(GoodEnv):
         return obs, np.array([reward]), terminated, truncated, info
 
 
+class DiscreteObservationInAnArray(GoodEnv):
+    """A Discrete observation returned as np.array([s]), a common slip."""
+
+    observation_space = gym.spaces.Discrete(5)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.array([0]), {}
+
+    def step(self, action):
+        return np.array([1]), 0.0, False, False, {}
+
+
+class ObservationsOutOfBounds(GoodEnv):
+    def step(self, action):
+        obs, *rest = super().step(action)
+        return (obs * 20.0 * self.t, *rest)  # beyond [-1, 1], and a different observation at every step
+
+
 class OldGymEnv:
     observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
     action_space = gym.spaces.Discrete(2)
@@ -114,6 +133,8 @@ def test_a_correct_env_and_the_registered_envs_pass():
         (RejectsBoundaryActions(), r"raised AssertionError: torque too large .* must accept every action"),
         (TupleObservationSpace(), r"observation_space is Tuple.*use a Box, Discrete or MultiBinary space.*FlattenObservation"),
         (InfoNotDict(), r"info must be a dict"),
+        (DiscreteObservationInAnArray(), r"reset\(\) returned observation array\(\[0\]\) of shape \(1,\), but a Discrete\(5\) "
+                                         r"observation is one integer: return int\(s\)"),
         (HalfBoundedActions(), r"action_space Box\(\[  0. -inf\], 1.0, \(2,\), float32\) is unbounded; .*finite low and high"),
     ],
 )
@@ -139,6 +160,12 @@ def test_a_reward_of_one_element_is_accepted_by_both_with_a_note():
     env = PreprocessEnv(OneElementReward(), max_step=5)
     env.reset(seed=0)
     assert type(env.step(np.zeros(2))[1]) is float
+
+
+def test_observations_out_of_bounds_get_one_note_for_reset_and_one_for_step_not_one_a_step():
+    notes = check_env(ObservationsOutOfBounds())
+    assert len(notes) == 1 and notes[0].startswith("step() returned observations outside observation_space's bounds, e.g. [2. 2. 2.] "
+                                                   "at step() #1"), notes
 
 
 def test_something_that_is_not_an_env():

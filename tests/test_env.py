@@ -69,6 +69,11 @@ def test_env_id_typo_suggests_close_matches():
         PreprocessEnv("CartPol-v1")
     with pytest.raises(ValueError, match="LunarLander-v3"):
         PreprocessEnv("LunarLander-v2")
+    # malformed, as from a config file's stray space: gymnasium's own error names no close match
+    with pytest.raises(ValueError, match=r"malformed env id 'CartPole-v1 ': .*Did you mean: CartPole-v1"):
+        PreprocessEnv("CartPole-v1 ")
+    with pytest.raises(ValueError, match=r"malformed env id '': an id reads \[namespace/\]Name-vN"):
+        PreprocessEnv("")
 
 
 def test_not_an_env_is_a_type_error():
