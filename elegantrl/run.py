@@ -280,7 +280,7 @@ class Arguments:
             raise ValueError("Arguments.device 'meta' holds shapes but no data, so nothing can train on it; use e.g. 'cpu' or 'cuda:0'")
         try:
             torch.empty(0, device=self.device)
-        except (RuntimeError, AssertionError) as error:  # a CPU build of torch asserts
+        except (RuntimeError, AssertionError, ImportError) as error:  # a CPU build of torch asserts; "hpu" imports torch.hpu
             available = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())] + ["mps"] * torch.backends.mps.is_available()
             cause = (str(error).strip().splitlines() or [type(error).__name__])[0]  # CUDA's run on over several lines
             raise ValueError(f"Arguments.device {self.device!r} is not available here ({cause}); available: {', '.join(available)}") from error
@@ -1494,8 +1494,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train an elegantrl agent on a Gymnasium env, evaluate it, save the best actor and the learning curve.",
         epilog="agents: " + ", ".join(f"{name} ({'discrete' if cls.if_discrete else 'continuous'})" for name, cls in agents.items()),
     )
-    parser.add_argument("--agent", default="D3QN", choices=list(agents), help="the algorithm (default: %(default)s)")
-    parser.add_argument("--env", default="CartPole-v1", help="a Gymnasium env id (default: %(default)s)")
+    parser.add_argument("--agent", choices=list(agents), help="the algorithm (default: D3QN; with --resume, the run's)")
+    parser.add_argument("--env", help="a Gymnasium env id (default: CartPole-v1; with --resume, the run's)")
     parser.add_argument("--render", metavar="RUN_FOLDER", help="instead of training: play the best actor of RUN_FOLDER into RUN_FOLDER/video.gif")
     parser.error = lambda message: parser.exit(2, f"error: {message} (--help lists the options)\n")  # one line, not the usage
     for spec in dataclasses.fields(Arguments):
@@ -1544,11 +1544,25 @@ def in_flags(message: str) -> str:
     return message
 
 
+def resumed_task(saved: dict[str, Any], cwd: str | None, agent_name: str | None, env_id: str | None) -> tuple[type[AgentBase], str]:
+    """The command line's agent class and env id: those given, else the resumed run's (`saved`, its config.json), else
+    D3QN on CartPole-v1. A run's env that is not a registered id (a user's class) can be resumed only in Python."""
+    agents = list_agents()
+    if agent_name is None and saved.get("agent", "").removeprefix("Agent") in agents:
+        agent_name = saved["agent"].removeprefix("Agent")
+    if env_id is None and saved.get("env"):
+        env_id = saved["env"]
+        if ":" not in env_id and env_id not in registry:  # (the advice avoids field=value, which in_flags makes flags)
+            raise ValueError(f"the run in {cwd!r} trained on env {env_id!r}, which is not a registered env id, so the command "
+                             f"line cannot make it again: resume it in Python, giving Arguments your env instance, this "
+                             f"folder as cwd and if_resume set")
+    return agents[agent_name or "D3QN"], env_id or "CartPole-v1"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m elegantrl``."""
     options = vars(build_parser().parse_args(argv))
-    agent_class = list_agents()[options.pop("agent")]
-    env_id = options.pop("env")
+    agent_name, env_id = options.pop("agent"), options.pop("env")
     render_folder = options.pop("render")
     try:
         if render_folder:
@@ -1560,6 +1574,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError("--async-workers needs --rollout-num N: it is a setting of the worker processes")
             del options["rollout_num"]
         saved = read_config(os.path.expanduser(options["cwd"])) if options["if_resume"] and options["cwd"] else {}
+        agent_class, env_id = resumed_task(saved, options["cwd"], agent_name, env_id)
         settings = saved.get("agent_settings", {}) if saved.get("agent") == agent_class.__name__ else {}
         env_kwargs = saved.get("env_kwargs") if saved.get("env") == env_id else None  # a run made in Python with gym.make(id, g=2)
         env = PreprocessEnv(env_id, max_step=options["max_step"], **env_kwargs) if env_kwargs and is_variant(env_id, env_kwargs) else env_id

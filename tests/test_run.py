@@ -68,6 +68,7 @@ def test_agent_class_is_accepted_and_defaults_are_filled(tmp_path):
         (dict(random_seed=-1), ValueError, "random_seed must be an integer from 0"),
         (dict(device="cuda:7"), ValueError, "'cuda:7' is not available here"),
         (dict(device="gpu"), ValueError, "not a torch device"),
+        (dict(device="hpu"), ValueError, "'hpu' is not available here"),  # torch imports its module for it, absent in most builds
         (dict(eval_env="Acrobot-v1"), ValueError, "eval_env 'Acrobot-v1' does not match env 'CartPole-v1'"),
         (dict(if_resume=True), FileNotFoundError, "needs Arguments.cwd set to a run folder that holds agent.pth"),
     ],

@@ -325,6 +325,27 @@ def test_resume_refuses_the_env_made_with_other_keyword_arguments_and_the_comman
 
 
 @pytest.mark.timeout(180)
+def test_a_command_line_resume_takes_the_runs_agent_and_env_where_no_flag_names_them(tmp_path, capsys, monkeypatch):
+    from elegantrl.agent import AgentSAC
+
+    fields = dict(net_dim=16, batch_size=32, warmup_steps=64, eval_gap=128, eval_times1=1, eval_times2=1, if_print=False)
+    train_and_evaluate(Arguments(agent=AgentSAC(), env="Pendulum-v1", cwd=str(tmp_path / "run"), break_step=256, **fields))
+    # not D3QN on CartPole-v1, the defaults of a new run, which would be refused as another task
+    result = cli_here("--cwd", "run", "--resume", "--break-step", "384", "--warmup-steps", "64", "--eval-gap", "128", *TINY,
+                      cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch)
+    assert result.returncode == 0, result.stderr
+    assert torch.load(tmp_path / "run" / "agent.pth", weights_only=True)["total_steps"] == 384
+    line = one_line_error(cli_here("--cwd", "run", "--resume", "--agent", "TD3", "--break-step", "512", cwd=tmp_path,
+                                   capsys=capsys, monkeypatch=monkeypatch))
+    assert "--agent is 'TD3', the run's 'SAC'" in line  # a flag given still names the task, and is refused as another
+    # a run of a user's env class, which is not registered: the command line cannot make it, and says where it can be resumed
+    config_path = tmp_path / "run" / "config.json"
+    config_path.write_text(json.dumps({**json.loads(config_path.read_text()), "env": "MyEnv"}))
+    line = one_line_error(cli_here("--cwd", "run", "--resume", "--break-step", "512", cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch))
+    assert "trained on env 'MyEnv', which is not a registered env id" in line and "resume it in Python" in line, line
+
+
+@pytest.mark.timeout(180)
 @pytest.mark.parametrize("agent, budget", [("D3QN", 300), ("DiscretePPO", 500)])
 def test_break_step_is_the_budget(agent, budget, tmp_path):
     result = cli("--agent", agent, "--cwd", "run", "--break-step", str(budget), "--num-envs", "2", "--eval-times1", "1", cwd=tmp_path)
