@@ -150,6 +150,8 @@ def built_in_settings(row: Row) -> str:
     from elegantrl import agent as agent_module
     from elegantrl.tuned import tuned_entry
 
+    if row.elegantrl_args.get("if_tuned") is False:
+        return "the family's defaults: no tuned entry"
     notes = []
     for name in row.agents:
         family, entry = tuned_entry(getattr(agent_module, name)(), row.env_id)
@@ -193,7 +195,8 @@ def work_per_env_step(row: Row, budget: int) -> str:
                         f"rollout, batch {args.batch_size}, {per_env_step(epochs / args.batch_size)}")
         else:
             gap = args.agent.target_update_gap
-            ours.append(f"elegantrl {name} [{args.net_dim}, {args.net_dim}] wide, batch {args.batch_size}, "
+            envs = f", {args.num_envs} envs × {args.target_step} steps a round" if args.num_envs > 1 else ""
+            ours.append(f"elegantrl {name} [{args.net_dim}, {args.net_dim}] wide{envs}, batch {args.batch_size}, "
                         f"{per_env_step(args.repeat_times / args.batch_size)}, {args.warmup_steps:,d} warm-up steps, "
                         f"target moved by {args.soft_update_tau:.3g} every " + (f"{gap:,d} gradient steps" if gap > 1 else "gradient step")
                         + (clipping(args.agent.max_grad_norm) if "exploration_fraction" in settings else ""))

@@ -512,8 +512,10 @@ def matched(name: str, agent: str, width: int = 256) -> Row:
     if settings.get("n_envs", 1) != 1:
         raise ValueError(f"{name}: matched rows are for one-env off-policy rows, this one has n_envs={settings['n_envs']}")
     batch = settings["batch_size"]
+    # if_tuned=False: the family's defaults under the matched fields, not a tuned entry's other settings (CartPole's
+    # DQN entry explores with 8 envs of 8 steps a round, where SB3's side has one env)
     fields = dict(net_dim=width, batch_size=batch, repeat_times=gradient_steps_per_env_step(settings) * batch,
-                  warmup_steps=settings["learning_starts"], max_memo=settings["buffer_size"], gamma=settings["gamma"])
+                  warmup_steps=settings["learning_starts"], max_memo=settings["buffer_size"], gamma=settings["gamma"], if_tuned=False)
     rate = settings["learning_rate"]
     if isinstance(rate, float):
         fields["learning_rate"] = rate

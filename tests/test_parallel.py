@@ -245,7 +245,8 @@ def test_the_processes_see_the_environment_variables_of_the_moment_the_run_start
 
 @pytest.mark.timeout(90)
 def test_a_worker_killed_by_sigkill_is_reported_not_waited_for(tmp_path):
-    args = Arguments(agent=AgentD3QN(), env=make_killed_cartpole, cwd=str(tmp_path), break_step=100_000, **TINY)
+    # one env a worker, as in the Evaluator: with CartPole's 8 (its tuned entry) the Evaluator's copy would reach the kill first
+    args = Arguments(agent=AgentD3QN(), env=make_killed_cartpole, cwd=str(tmp_path), break_step=100_000, num_envs=1, **TINY)
     with pytest.raises(WorkerError, match=r"worker \d died \(signal SIGKILL\)"):
         train_and_evaluate_mp(args)
 

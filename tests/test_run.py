@@ -22,8 +22,9 @@ from elegantrl.env import PreprocessEnv
 from elegantrl.run import Arguments, Evaluator, train_and_evaluate
 from elegantrl.tuned import TUNED
 
+# one env (not the 8 that CartPole's tuned entry explores with): rounds of target_step env steps, as the tests count them
 TINY = dict(net_dim=16, batch_size=32, target_step=32, warmup_steps=64, eval_gap=128, eval_times1=2, eval_times2=1,
-            break_step=512, if_print=False)
+            break_step=512, num_envs=1, if_print=False)
 
 
 def read_record(cwd):
@@ -277,8 +278,8 @@ def test_arguments_prepared_in_a_parent_train_in_a_forked_child(tmp_path):
 
 @pytest.mark.timeout(120)
 def test_a_failed_start_closes_its_async_env_workers(tmp_path):
-    args = Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(tmp_path / "run"), num_envs=2, if_async_envs=True,
-                     max_memo=2**40, **TINY)  # fails when the buffer is made, after the vector env started
+    args = Arguments(agent=AgentDQN(), env="CartPole-v1", cwd=str(tmp_path / "run"), if_async_envs=True,
+                     max_memo=2**40, **{**TINY, "num_envs": 2})  # fails when the buffer is made, after the vector env started
     with pytest.raises(MemoryError) as failure:
         train_and_evaluate(args)
     assert failure.value is not None and multiprocessing.active_children() == []  # closed, not left to the garbage collector
@@ -358,7 +359,7 @@ def test_a_nan_state_stops_a_sampling_discrete_policy_with_the_cause_not_a_torch
     from elegantrl.agent import AgentDiscretePPO
 
     args = Arguments(agent=AgentDiscretePPO(), env=PreprocessEnv(NaNStateAfter(gym.make("CartPole-v1"), bad_step=40)),
-                     eval_env=PreprocessEnv("CartPole-v1"), cwd=str(tmp_path / "run"), num_envs=1, **{**TINY, "warmup_steps": 0})
+                     eval_env=PreprocessEnv("CartPole-v1"), cwd=str(tmp_path / "run"), **{**TINY, "warmup_steps": 0})
     with pytest.raises(FloatingPointError, match=r"the env returned a non-finite state .* by env step 41.*outputs\. Training stopped\. The run "
                                                  r"folder holds no actor\.pth \(one is written when an evaluation sets a new best return\)\.$"):
         train_and_evaluate(args)
@@ -642,8 +643,9 @@ class CrashAfter(gym.Wrapper):
 @pytest.mark.parametrize("if_hard, message", [(False, "simulator lost"), (True, "worker process of the async vector env died")])
 def test_a_crashed_env_worker_ends_the_run_with_its_error_and_keeps_the_best_actor(if_hard, message, tmp_path):
     env = PreprocessEnv(CrashAfter(gym.make("CartPole-v1"), if_hard))
-    args = Arguments(agent=AgentDQN(), env=env, eval_env=PreprocessEnv("CartPole-v1"), num_envs=2, if_async_envs=True,
-                     cwd=str(tmp_path / "run"), **{**TINY, "warmup_steps": 64, "target_step": 16, "eval_gap": 64, "break_step": 10_000})
+    args = Arguments(agent=AgentDQN(), env=env, eval_env=PreprocessEnv("CartPole-v1"), if_async_envs=True,
+                     cwd=str(tmp_path / "run"), **{**TINY, "num_envs": 2, "warmup_steps": 64,
+                                                         "target_step": 16, "eval_gap": 64, "break_step": 10_000})
     with pytest.raises(RuntimeError, match=message) as failure:
         train_and_evaluate(args)
     assert {"actor.pth", "agent.pth", "recorder.csv", "learning_curve.png"} <= set(os.listdir(args.cwd))
@@ -936,7 +938,7 @@ def test_numpy_scalars_are_taken_as_their_python_values(tmp_path):
 def test_one_seed_gives_one_record_with_a_vector_of_envs(tmp_path):
     # the warm-up's random actions come from the vector env's action space, which must be seeded too
     def record(folder):
-        args = Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path / folder), num_envs=2, random_seed=3, **TINY)
+        args = Arguments(agent=AgentD3QN(), env="CartPole-v1", cwd=str(tmp_path / folder), random_seed=3, **{**TINY, "num_envs": 2})
         train_and_evaluate(args)
         return [{k: v for k, v in row.items() if k != "seconds"} for row in read_record(args.cwd)]
 
@@ -950,7 +952,7 @@ def test_target_hold_trains_on_past_the_first_hit_and_evaluates_where_it_stops(t
     rows = read_record(args.cwd)
     hit = next(int(row["step"]) for row in rows if float(row["best_return"]) >= 60.0)
     last = int(rows[-1]["step"])
-    assert 2 * hit <= last <= 2 * hit + args.target_step  # stopped in the first round past twice the hit, not at the budget
+    assert 2 * hit <= last <= 2 * hit + args.target_step * args.num_envs  # stopped in the first round past twice the hit, not at the budget
     assert sum(int(row["step"]) > hit for row in rows) >= 2  # evaluations after the hit, the last one where it stopped
 
 
@@ -962,7 +964,7 @@ def test_a_resumed_run_counts_its_target_hold_from_its_own_first_hit(tmp_path):
     hit = int(read_record(run["cwd"])[-1]["step"])
     args = Arguments(agent=AgentD3QN(), if_resume=True, target_hold=3.0, **run)
     train_and_evaluate(args)
-    assert 3 * hit <= int(read_record(args.cwd)[-1]["step"]) <= 3 * hit + args.target_step
+    assert 3 * hit <= int(read_record(args.cwd)[-1]["step"]) <= 3 * hit + args.target_step * args.num_envs
 
 
 def test_lr_decay_steps_decays_every_learning_rate_linearly_and_a_resumed_run_goes_on_along_it(tmp_path):
