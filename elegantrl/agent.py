@@ -747,7 +747,9 @@ class AgentOnPolicy(AgentBase):
 
     def optimize(self, obj_critic: torch.Tensor, obj_actor: torch.Tensor) -> None:
         """One optimizer step each for the critic and the actor, from one backward pass: the two networks share
-        no parameters, so the sum's gradient is each loss's own (two passes cost a PPO minibatch about 8% more)."""
+        no parameters, so the sum's gradient is each loss's own (two passes cost a PPO minibatch about 8% more).
+        A subclass whose actor objective reads the critic with gradient (not the advantage, computed without it)
+        would move the critic by it too: override this, as AgentInterPPO does for its shared network."""
         self.optimizer_update((self.critic_optimizer, self.actor_optimizer), obj_critic + obj_actor)
 
     def get_obj_actor(self, log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantage: torch.Tensor) -> torch.Tensor:
