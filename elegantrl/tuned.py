@@ -75,11 +75,9 @@ TUNED: dict[tuple[str, str], dict[str, Any]] = {
     # and so did batch 256, a 500-step warm-up or epsilon decayed over 2,500 env steps (tune-dqn-cartpole-v1-hold-fewer-steps.md)
     # width 64, alone or with twice the gradient steps or half the batch, was slower and held less (tune-dqn-cartpole-v1-hold-width-steps.md).
     # 8 envs of 8 steps a round (the same 64 transitions and gradient steps): one forward pass picks 8 actions for about the cost
-    # of one; on seeds 100-109 DQN took 5.5 s against 6.4 s (held 77% against 80%), D3QN 8.3 s against 9.6 s (77% against 68%);
-    # 4 envs of 16 steps were slower (tune-dqn-cartpole-v1-hold-envs.md, tune-d3qn-cartpole-v1-hold-envs.md)
+    # of one; on seeds 100-109 DQN took 5.5 s against 6.4 s (held 77% against 80%), D3QN 8.3 s against 9.6 s (77% against 68%),
+    # QR-DQN 6.7 s against 8.3 s (77% against 81%); 4 envs of 16 steps were slower (tune-*-cartpole-v1-hold-envs.md)
     ("DQN", "CartPole-v1"): dict(net_dim=128, num_envs=8, target_step=8),
-    # not swept with several envs: the width-128 entry alone
-    ("QRDQN", "CartPole-v1"): dict(net_dim=128),
     # swept for stability (--hold 2) on six tuning seeds: width 128 held -100 on 73% of the evaluations after
     # the first hit against the defaults' 31%, and was no slower to get there (tune-d3qn-acrobot-v1-hold*.md)
     ("D3QN", "Acrobot-v1"): dict(net_dim=128),
