@@ -423,7 +423,7 @@ class ActorDiscretePPO(nn.Module):
         log_probs = self.net(state).log_softmax(dim=1)
         # a probability of exactly 0 has log -inf: clamped, its term in the entropy is 0 * finite, not nan
         entropy = -(log_probs.exp() * log_probs.clamp(min=torch.finfo(log_probs.dtype).min)).sum(dim=1)
-        return log_probs.gather(1, action).squeeze(1), entropy
+        return log_probs.gather(1, action.long()).squeeze(1), entropy  # long: indices of any integer or float dtype, as Categorical took
 
 
 class CriticAdv(nn.Module):

@@ -1548,14 +1548,19 @@ def resumed_task(saved: dict[str, Any], cwd: str | None, agent_name: str | None,
     """The command line's agent class and env id: those given, else the resumed run's (`saved`, its config.json), else
     D3QN on CartPole-v1. A run's env that is not a registered id (a user's class) can be resumed only in Python."""
     agents = list_agents()
-    if agent_name is None and saved.get("agent", "").removeprefix("Agent") in agents:
-        agent_name = saved["agent"].removeprefix("Agent")
-    if env_id is None and saved.get("env"):
-        env_id = saved["env"]
-        if ":" not in env_id and env_id not in registry:  # (the advice avoids field=value, which in_flags makes flags)
+    # (the advice below avoids field=value, which in_flags would turn into flags)
+    saved_agent, saved_env = saved.get("agent"), saved.get("env")
+    if agent_name is None and isinstance(saved_agent, str):
+        agent_name = saved_agent.removeprefix("Agent")
+        if agent_name not in agents:  # a user's own agent class
+            raise ValueError(f"the run in {cwd!r} trained agent {saved_agent!r}, which the command line does not have: resume "
+                             f"it in Python, giving Arguments an {saved_agent} instance, this folder as cwd and if_resume set")
+    if env_id is None and isinstance(saved_env, str) and saved_env:
+        env_id = saved_env
+        if ":" not in env_id and env_id not in registry:  # config.json keeps the id without a "module:" that registered it
             raise ValueError(f"the run in {cwd!r} trained on env {env_id!r}, which is not a registered env id, so the command "
-                             f"line cannot make it again: resume it in Python, giving Arguments your env instance, this "
-                             f"folder as cwd and if_resume set")
+                             f"line cannot make it again: if a module of yours registers it, pass --env module:{env_id}; "
+                             f"else resume it in Python, giving Arguments your env instance, this folder as cwd and if_resume set")
     return agents[agent_name or "D3QN"], env_id or "CartPole-v1"
 
 

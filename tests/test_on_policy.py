@@ -154,6 +154,7 @@ def test_the_policies_log_probabilities_and_entropies_are_their_distributions():
     log_prob, entropy = categorical.actor.get_logprob_entropy(state, action)
     dist = categorical.actor.distribution(state)
     assert torch.allclose(log_prob, dist.log_prob(action.squeeze(1)))
+    assert torch.equal(categorical.actor.get_logprob_entropy(state, action.int())[0], log_prob)  # any integer dtype, as Categorical
     assert torch.isfinite(entropy).all() and torch.allclose(entropy, dist.entropy())
 
 

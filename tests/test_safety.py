@@ -342,7 +342,12 @@ def test_a_command_line_resume_takes_the_runs_agent_and_env_where_no_flag_names_
     config_path = tmp_path / "run" / "config.json"
     config_path.write_text(json.dumps({**json.loads(config_path.read_text()), "env": "MyEnv"}))
     line = one_line_error(cli_here("--cwd", "run", "--resume", "--break-step", "512", cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch))
-    assert "trained on env 'MyEnv', which is not a registered env id" in line and "resume it in Python" in line, line
+    assert "trained on env 'MyEnv', which is not a registered env id" in line and "--env module:MyEnv" in line, line
+    assert "resume it in Python" in line, line
+    # a run of a user's own agent class: named, not replaced by the command line's default D3QN
+    config_path.write_text(json.dumps({**json.loads(config_path.read_text()), "env": "Pendulum-v1", "agent": "AgentMySAC"}))
+    line = one_line_error(cli_here("--cwd", "run", "--resume", "--break-step", "512", cwd=tmp_path, capsys=capsys, monkeypatch=monkeypatch))
+    assert "trained agent 'AgentMySAC', which the command line does not have" in line and "D3QN" not in line, line
 
 
 @pytest.mark.timeout(180)
