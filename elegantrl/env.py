@@ -41,10 +41,8 @@ def make_env(env_id: str, **kwargs: Any) -> gym.Env:
     try:  # the id's form first ("module:" aside): gymnasium's own error for "CartPole-v1 " suggests nothing
         parse_env_id(env_id.rsplit(":", 1)[-1])
     except gym.error.Error as error:
-        close = difflib.get_close_matches(env_id.strip(), list(gym.registry.keys()), n=5, cutoff=0.5)
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
         raise ValueError(f"malformed env id {env_id!r}: an id reads [namespace/]Name-vN, e.g. 'CartPole-v1', with no "
-                         f"spaces.{hint}") from error
+                         f"spaces.{close_ids_hint(env_id.strip())}") from error
     try:
         return gym.make(env_id, **kwargs)
     except gym.error.DependencyNotInstalled as error:
@@ -58,9 +56,13 @@ def make_env(env_id: str, **kwargs: Any) -> gym.Env:
             raise ValueError(f"unknown env id {env_id!r}: no installed package registers the {namespace!r} envs. "
                              f"Install it and import it first, or name its module in the id, which imports it: "
                              f"for Atari, pip install ale-py, then 'ale_py:{env_id}'") from error
-        close = difflib.get_close_matches(env_id, list(gym.registry.keys()), n=5, cutoff=0.5)
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        raise ValueError(f"unknown or outdated env id {env_id!r} ({error}).{hint}") from error
+        raise ValueError(f"unknown or outdated env id {env_id!r} ({error}).{close_ids_hint(env_id)}") from error
+
+
+def close_ids_hint(env_id: str) -> str:
+    """" Did you mean: ...?" with the registered ids close to `env_id`, or "" where none is."""
+    close = difflib.get_close_matches(env_id, list(gym.registry.keys()), n=5, cutoff=0.5)
+    return f" Did you mean: {', '.join(close)}?" if close else ""
 
 
 class PreprocessEnv(gym.Env):
